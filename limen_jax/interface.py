@@ -1,0 +1,85 @@
+"""An interface I = (φ, R): what the agent observes and how it is rewarded.
+
+``observe(sim) -> float32[obs_dim]`` and ``reward(sim, action, next_sim) -> float32[]``
+are pure JAX functions of the task's raw simulator state. Interfaces built from
+untrusted source come from :func:`limen_jax.program.compile_interface`, which validates
+them; :func:`default_interface` gives the task's own baseline (raw observation, sparse
+reward), and :func:`mix` builds the obs-only / reward-only ablations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.numpy as jnp
+
+if TYPE_CHECKING:
+    from limen_jax.task import Task
+
+ObserveFn = Callable[[Any], jax.Array]
+RewardFn = Callable[[Any, jax.Array, Any], jax.Array]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Interface:
+    """A compiled interface.
+
+    observe: sim -> float32[obs_dim].
+    reward: (sim, action, next_sim) -> float32[].
+    obs_dim: observation length (1..512 for programs; the task default may be larger).
+    reward_ast_size: AST node count of ``compute_reward`` (0 for the task default).
+    source: the program text ("" for task defaults).
+    name: a short label for logs.
+    """
+
+    observe: ObserveFn
+    reward: RewardFn
+    obs_dim: int
+    reward_ast_size: int = 0
+    source: str = ""
+    name: str = "interface"
+
+    @property
+    def descriptors(self) -> tuple[int, int]:
+        """MAP-Elites descriptors: (observation dimension, reward AST node count)."""
+        return self.obs_dim, self.reward_ast_size
+
+
+def observation_dim(task: Task, observe: ObserveFn) -> int:
+    """Length of ``observe``'s output on the task's initial state (shape-only trace)."""
+    sim = jax.eval_shape(task.reset, jax.random.key(0)).sim
+    out = jax.eval_shape(observe, sim)
+    return int(jnp.size(jnp.zeros(out.shape)))
+
+
+def default_interface(task: Task) -> Interface:
+    """The paper's "Sparse" baseline: the task's raw observation and sparse reward."""
+
+    def observe(sim: Any) -> jax.Array:
+        return jnp.asarray(task.default_observation(sim), jnp.float32).reshape(-1)
+
+    def reward(sim: Any, action: jax.Array, next_sim: Any) -> jax.Array:
+        return jnp.asarray(task.sparse_reward(sim, action, next_sim), jnp.float32)
+
+    return Interface(observe, reward, observation_dim(task, observe), 0, "", f"{task.name}:default")
+
+
+def mix(task: Task, candidate: Interface, mode: str) -> Interface:
+    """The ablations: keep φ or R of ``candidate`` and take the other from the task default.
+
+    mode: "full" (candidate as is), "obs_only" (candidate φ, sparse R),
+    "reward_only" (default φ, candidate R), "sparse" (the task default).
+    """
+    if mode == "full":
+        return candidate
+    base = default_interface(task)
+    if mode == "sparse":
+        return base
+    if mode == "obs_only":
+        return dataclasses.replace(candidate, reward=base.reward, reward_ast_size=0)
+    if mode == "reward_only":
+        return dataclasses.replace(candidate, observe=base.observe, obs_dim=base.obs_dim)
+    raise ValueError(f"unknown mode {mode!r}; expected full, obs_only, reward_only or sparse")
