@@ -15,6 +15,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from limen_envs import xland_catalog
 from xminigrid.core.actions import take_action
 from xminigrid.core.constants import DIRECTIONS, NUM_COLORS, NUM_TILES, TILES_REGISTRY, Colors, Tiles
 from xminigrid.core.goals import AgentHoldGoal, BaseGoal, TileNearGoal
@@ -23,6 +24,7 @@ from xminigrid.core.rules import AgentHoldRule, BaseRule, EmptyRule, TileNearRul
 from xminigrid.envs.xland import XLandMiniGrid
 from xminigrid.types import RuleSet
 
+from limen_jax.catalog import Catalog
 from limen_jax.task import Discrete, Task, TaskState
 
 VIEW_SIZE = 7  # the paper's default observation is the 7x7 egocentric view
@@ -142,6 +144,9 @@ class XLandTask(Task):
 
     def sparse_reward(self, sim: Any, action: jax.Array, next_sim: Any) -> jax.Array:
         return self._goal_reached(next_sim, action).astype(jnp.float32)
+
+    def offline_catalog(self) -> Catalog:
+        return getattr(xland_catalog, self.name.removeprefix("xland_"))()
 
     @property
     def context(self) -> str:

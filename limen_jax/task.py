@@ -25,6 +25,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from limen_jax.catalog import Catalog
+
 PyTree = Any
 
 
@@ -129,33 +131,43 @@ class Task(abc.ABC):
     def context(self) -> str:
         """Markdown for the LLM: the task, the state fields, the actions (paper App. C)."""
 
-    def sample_transitions(self, key: jax.Array, num: int, horizon: int | None = None) -> Transition:
-        """``num`` real transitions from random-action rollouts, spread over episode time.
+    def offline_catalog(self) -> Catalog | None:
+        """Features and reward terms for the offline mutator; None if the task has none."""
+        return None
 
-        Each of ``num`` environments runs for a random number of steps in
-        [0, horizon) (auto-resetting when an episode ends) before the recorded
-        transition, so samples cover early and late, holding and empty-handed states.
+    def sample_transitions(self, key: jax.Array, num: int, horizon: int | None = None) -> Transition:
+        """``num`` real transitions (s, a, s') from random-action rollouts.
+
+        ``num`` environments run ``horizon`` steps (default min(episode_length, 64)),
+        auto-resetting when an episode ends; of all ``num * horizon`` transitions, a
+        quarter of the sample is reserved for episode-ending ones (goal reached or
+        failure) when the rollouts produced any, so a reward paid on success is not
+        judged constant just because random play rarely succeeds; the rest are drawn
+        uniformly, covering early and late states.
         """
         horizon = int(horizon or min(self.episode_length, 64))
-        k_reset, k_len, k_act = jax.random.split(key, 3)
+        k_reset, k_act, k_again, k_pick = jax.random.split(key, 4)
         states = jax.vmap(self.reset)(jax.random.split(k_reset, num))
-        lengths = jax.random.randint(k_len, (num,), 0, horizon)
-        reset_keys = jax.random.split(k_reset, (horizon, num))
-        action_keys = jax.random.split(k_act, (horizon + 1, num))
 
-        def advance(states: TaskState, xs: tuple[jax.Array, jax.Array, jax.Array]) -> tuple[TaskState, None]:
-            t, akeys, rkeys = xs
+        def advance(
+            states: TaskState, keys: tuple[jax.Array, jax.Array]
+        ) -> tuple[TaskState, tuple[Transition, jax.Array]]:
+            akeys, rkeys = keys
             actions = jax.vmap(self.action_space.sample)(akeys)
             nxt = jax.vmap(self.step)(states, actions)
+            seen = Transition(sim=states.sim, action=actions, next_sim=nxt.sim)
             fresh = jax.vmap(self.reset)(rkeys)
-            nxt = _where(nxt.done, fresh, nxt)
-            return _where(t < lengths, nxt, states), None
+            return _where(nxt.done, fresh, nxt), (seen, nxt.done)
 
-        steps = (jnp.arange(horizon), action_keys[:-1], reset_keys)
-        states, _ = jax.lax.scan(advance, states, steps)
-        actions = jax.vmap(self.action_space.sample)(action_keys[-1])
-        nxt = jax.vmap(self.step)(states, actions)
-        return Transition(sim=states.sim, action=actions, next_sim=nxt.sim)
+        keys = (jax.random.split(k_act, (horizon, num)), jax.random.split(k_again, (horizon, num)))
+        _, (seen, done) = jax.lax.scan(advance, states, keys)
+        flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), seen)
+        k_a, k_b = jax.random.split(k_pick)
+        n_end = num // 4
+        _, ends = jax.lax.top_k(jax.random.uniform(k_a, (num * horizon,)) + 2.0 * done.reshape(-1), n_end)
+        rest = jax.random.choice(k_b, num * horizon, (num - n_end,), replace=False)
+        idx = jnp.concatenate([ends, rest])
+        return jax.tree.map(lambda x: x[idx], flat)
 
 
 def _where(pred: jax.Array, a: PyTree, b: PyTree) -> PyTree:

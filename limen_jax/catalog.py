@@ -1,0 +1,59 @@
+"""Per-task catalogs of observation features and reward terms for the offline mutator.
+
+A catalog is source code in pieces. Each feature is a block of statements inside
+``get_observation(state)`` that assigns ``f_<name>`` (any shape; it is flattened), each
+reward term a block inside ``compute_reward(state, action, next_state)`` that assigns
+``t_<name>`` (a scalar; the weight multiplies it). ``prelude`` holds the constants and
+helper functions the blocks share. The offline mutator assembles programs from these
+pieces and edits them (add, remove, reweight, crossover); the result is ordinary
+source that goes through the same validation as an LLM's answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Feature:
+    """An observation block; ``code`` assigns ``f_<name>`` from ``state``."""
+
+    name: str
+    code: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Term:
+    """A reward block; ``code`` assigns ``t_<name>`` from ``state, action, next_state``.
+
+    weight: the default weight; the sign of a penalty lives in the code, so weights
+    stay positive and reweighting never flips a term's meaning.
+    """
+
+    name: str
+    code: str
+    weight: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Catalog:
+    """Everything the offline mutator may combine for one task.
+
+    required_terms: terms every program keeps (e.g. the goal bonus), so that no
+        offspring loses the task's success signal.
+    seed_features / seed_terms: how many optional features / terms a from-scratch
+        program draws (a first generation is deliberately small).
+    """
+
+    prelude: str
+    features: tuple[Feature, ...]
+    terms: tuple[Term, ...]
+    required_terms: tuple[str, ...] = ()
+    seed_features: tuple[int, int] = (2, 4)
+    seed_terms: tuple[int, int] = (0, 1)
+
+    def feature(self, name: str) -> Feature:
+        return next(f for f in self.features if f.name == name)
+
+    def term(self, name: str) -> Term:
+        return next(t for t in self.terms if t.name == name)

@@ -1,0 +1,145 @@
+"""The evolution run's configuration: nested frozen dataclasses, presets, strict loading.
+
+``EvolveConfig.preset(task, "cpu" | "paper")`` gives the budgets; any field can be
+overridden with ``dataclasses.replace`` or from a dict (unknown keys are an error, so a
+typo in a config file never silently runs the default).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+MODES = ("full", "obs_only", "reward_only", "sparse", "independent")
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchConfig:
+    """iterations: LLM rounds after the first generation; candidates: children per
+    iteration (trained together in one compiled batch); seeds: seeds per full run;
+    initial: from-scratch candidates in the first generation (default: ``candidates``)."""
+
+    iterations: int = 30
+    candidates: int = 1
+    seeds: int = 3
+    initial: int | None = None
+    mode: str = "full"
+    strategy: str = "map_elites"
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.candidates < 1 or self.seeds < 1 or self.iterations < 0:
+            raise ValueError("candidates and seeds must be >= 1 and iterations >= 0")
+
+
+@dataclasses.dataclass(frozen=True)
+class CascadeConfig:
+    """Environment steps of the short single-seed run and of the full multi-seed run,
+    and the short run's success threshold (``short_steps=0`` skips the cascade)."""
+
+    short_steps: int = 500_000
+    full_steps: int = 1_000_000
+    threshold: float = 0.05
+
+
+@dataclasses.dataclass(frozen=True)
+class ArchiveConfig:
+    islands: int = 3
+    migration_interval: int = 5
+    p_global: float = 0.7
+    ast_bin_width: int = 25
+    ast_bins: int = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class LLMConfig:
+    """mutator: "auto" (anthropic when ANTHROPIC_API_KEY is set, else offline),
+    "anthropic", "offline" or "replay" (answers from ``replay_from``'s cache)."""
+
+    mutator: str = "auto"
+    model: str | None = None
+    temperature: float = 0.7
+    max_cost_usd: float = 20.0
+    replay_from: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class EvolveConfig:
+    task: str = "xland_easy"
+    seed: int = 0
+    preset: str = "cpu"
+    search: SearchConfig = SearchConfig()
+    cascade: CascadeConfig = CascadeConfig()
+    archive: ArchiveConfig = ArchiveConfig()
+    llm: LLMConfig = LLMConfig()
+    # PPOConfig fields overriding the preset's (see limen_jax.rl.config.PPOConfig)
+    ppo: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def preset_for(cls, task: str, preset: str = "cpu", **overrides: Any) -> EvolveConfig:
+        """The budgets of ``preset`` for ``task``; ``overrides`` are top-level fields."""
+        if preset == "paper":
+            short, full, thr = _PAPER_BUDGETS.get(task, (1_000_000, 2_000_000, 0.02))
+            cfg = cls(
+                task=task,
+                preset=preset,
+                search=SearchConfig(iterations=30, candidates=1, seeds=3),
+                cascade=CascadeConfig(short, full, thr),
+            )
+        elif preset == "cpu":
+            short, full, iters, cands = _CPU_BUDGETS.get(task, (8_000, 16_000, 2, 2))
+            cfg = cls(
+                task=task,
+                preset=preset,
+                search=SearchConfig(iterations=iters, candidates=cands, seeds=2),
+                cascade=CascadeConfig(short, full, 0.05 if task.startswith("xland") else 0.0),
+            )
+        else:
+            raise ValueError(f"unknown preset {preset!r}; expected cpu or paper")
+        return from_dict(cls, {**to_dict(cfg), **overrides})
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvolveConfig:
+        return from_dict(cls, data)
+
+
+# (short, full, threshold) from the paper (DESIGN.md §4)
+_PAPER_BUDGETS = {
+    "xland_easy": (500_000, 1_000_000, 0.05),
+    "xland_medium": (1_000_000, 2_000_000, 0.02),
+    "xland_hard": (3_000_000, 5_000_000, 0.01),
+    "go1_push": (5_000_000, 25_000_000, 0.0),
+    "panda_track": (3_000_000, 15_000_000, 0.0),
+}
+# (short, full, iterations, candidates): about ten minutes on 2 CPU cores for xland_easy
+_CPU_BUDGETS = {
+    "xland_easy": (60_000, 200_000, 4, 4),
+    "xland_medium": (100_000, 300_000, 4, 4),
+    "xland_hard": (200_000, 600_000, 4, 4),
+}
+
+
+def to_dict(obj: Any) -> dict[str, Any]:
+    return dataclasses.asdict(obj)
+
+
+def from_dict(cls: type[T], data: dict[str, Any]) -> T:
+    """Build a (nested) dataclass from a dict; unknown keys raise ValueError."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = set(data) - set(fields)
+    if unknown:
+        raise ValueError(f"{cls.__name__}: unknown keys {sorted(unknown)}; known: {sorted(fields)}")
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        default = getattr(cls, name, None) if not callable(getattr(cls, name, None)) else None
+        if dataclasses.is_dataclass(default) and isinstance(value, dict):
+            kwargs[name] = from_dict(type(default), value)
+        else:
+            kwargs[name] = value
+    return cls(**kwargs)

@@ -1,0 +1,191 @@
+"""The discovery loop and ``python -m limen_jax.evolve``.
+
+This is the imperative shell: it asks a mutator for programs, validates them, trains
+each iteration's valid children together in one compiled batch (short run, then the
+full multi-seed run for survivors), inserts them into the MAP-Elites archive, and
+records everything in the run directory as it happens. Every random choice derives
+from ``config.seed`` and the iteration number, so a resumed run makes the same choices
+it would have made, and a run replayed from its LLM cache reproduces exactly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from limen_jax.config import EvolveConfig, from_dict
+from limen_jax.rundir import RunDir
+
+
+@dataclasses.dataclass
+class RunResult:
+    """What a run leaves in a notebook: the archive, the program store, the best record."""
+
+    run_dir: Path
+    config: EvolveConfig
+    store: Any
+    archive: Any
+    stopped: str = "finished"
+
+    @property
+    def records(self) -> list[Any]:
+        return sorted(self.store, key=lambda r: (r.iteration, r.id))
+
+    @property
+    def best(self) -> Any:
+        return self.store.best()
+
+    def plot(self, path: str | Path | None = None) -> Any:
+        from limen_jax.plots import plot_progress
+
+        return plot_progress([r.to_dict() for r in self.records], path, title=self.config.task)
+
+    def summary(self) -> str:
+        return _summary(self)
+
+
+def evolve(
+    task: str,
+    config: EvolveConfig | dict[str, Any] | None = None,
+    *,
+    run_dir: str | os.PathLike[str] | None = None,
+    mutator: Any = None,
+    verbose: bool = True,
+) -> RunResult:
+    """Run (or, if ``run_dir`` holds a checkpoint, resume) an interface search.
+
+    config: an EvolveConfig, a dict of overrides on the CPU preset, or None.
+    mutator: any object with ``propose(MutationRequest) -> MutationResponse``;
+        by default chosen by ``config.llm.mutator``.
+    """
+    if config is None:
+        config = EvolveConfig.preset_for(task)
+    elif isinstance(config, dict):
+        base = EvolveConfig.preset_for(task, config.get("preset", "cpu")).to_dict()
+        config = from_dict(EvolveConfig, _deep_merge(base, {**config, "task": task}))
+    else:
+        config = dataclasses.replace(config, task=task)
+    if run_dir is None:
+        run_dir = Path("runs") / f"{task}-{config.search.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
+    from limen_jax.loop import Loop
+
+    return Loop(config, RunDir(run_dir), mutator=mutator, verbose=verbose).run()
+
+
+def resume(run_dir: str | os.PathLike[str], *, mutator: Any = None, verbose: bool = True) -> RunResult:
+    """Continue a killed or finished run from its directory, with its own config."""
+    rd = RunDir(run_dir)
+    data = rd.read_json("config.json")
+    if data is None:
+        raise FileNotFoundError(f"{run_dir} holds no config.json: not a limen_jax run directory")
+    from limen_jax.loop import Loop
+
+    return Loop(EvolveConfig.from_dict(data), rd, mutator=mutator, verbose=verbose).run()
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _summary(result: RunResult) -> str:
+    recs = result.records
+    trained = [r for r in recs if r.success is not None]
+    rejected = [r for r in recs if r.error]
+    lines = [
+        f"run: {result.run_dir}  ({result.stopped})",
+        f"task {result.config.task}, mode {result.config.search.mode}: {len(recs)} programs, "
+        f"{len(trained)} trained, {len(rejected)} rejected",
+    ]
+    best = result.best
+    if best is not None and best.success is not None:
+        seeds = ", ".join(f"{s:.2f}" for s in best.success_per_seed)
+        lines.append(
+            f"best: {best.id} success {best.success:.3f} (seeds {seeds}), obs_dim {best.obs_dim}, "
+            f"reward AST {best.reward_ast_size}"
+        )
+        lines.append(f"best interface: {result.run_dir / 'best_interface.py'}")
+    return "\n".join(lines)
+
+
+# --- CLI ------------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m limen_jax.evolve",
+        description="Discover an RL interface (observation + reward programs) for a task.",
+    )
+    p.add_argument("--task", default="xland_easy", help="registered task name (python -m limen_jax.tasks)")
+    p.add_argument("--preset", choices=["cpu", "paper"], default="cpu", help="budgets (default: cpu)")
+    p.add_argument("--iterations", type=int, help="iterations after the first generation")
+    p.add_argument("--candidates", type=int, help="children per iteration, trained together")
+    p.add_argument("--seeds", type=int, help="seeds of the full training run")
+    p.add_argument("--mode", choices=["full", "obs_only", "reward_only", "sparse", "independent"])
+    p.add_argument("--mutator", choices=["auto", "anthropic", "offline", "replay"],
+                   help="auto: anthropic if ANTHROPIC_API_KEY is set, else offline")
+    p.add_argument("--model", help="LLM model id (anthropic)")
+    p.add_argument("--max-cost", type=float, help="stop cleanly when the LLM spend reaches this many USD")
+    p.add_argument("--replay-from", help="run directory (or llm_cache.jsonl) to replay LLM answers from")
+    p.add_argument("--short-steps", type=int, help="env steps of the short cascade run (0: no cascade)")
+    p.add_argument("--full-steps", type=int, help="env steps of the full run")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--run-dir", help="where to write the run (default runs/<task>-<mode>-<time>)")
+    p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR")
+    p.add_argument("--config", help="JSON file of EvolveConfig overrides")
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> EvolveConfig:
+    over: dict[str, Any] = {"seed": args.seed}
+    if args.config:
+        over = _deep_merge(over, json.loads(Path(args.config).read_text()))
+    search = {k: v for k, v in (("iterations", args.iterations), ("candidates", args.candidates),
+                                ("seeds", args.seeds), ("mode", args.mode)) if v is not None}
+    cascade = {k: v for k, v in (("short_steps", args.short_steps), ("full_steps", args.full_steps))
+               if v is not None}
+    llm = {k: v for k, v in (("mutator", args.mutator), ("model", args.model), ("max_cost_usd", args.max_cost),
+                             ("replay_from", args.replay_from)) if v is not None}
+    if args.replay_from and "mutator" not in llm:
+        llm["mutator"] = "replay"
+    for name, part in (("search", search), ("cascade", cascade), ("llm", llm)):
+        if part:
+            over = _deep_merge(over, {name: part})
+    base = EvolveConfig.preset_for(args.task, args.preset).to_dict()
+    return from_dict(EvolveConfig, _deep_merge(base, over))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.resume:
+            result = resume(args.resume)
+        else:
+            from limen_jax.task import registered_tasks
+
+            if args.task not in registered_tasks() and ":" not in args.task:
+                print(f"error: unknown task {args.task!r}; registered: {', '.join(registered_tasks())}",
+                      file=sys.stderr)
+                return 2
+            config = config_from_args(args)
+            result = evolve(args.task, config, run_dir=args.run_dir)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: resume with --resume RUN_DIR", file=sys.stderr)
+        return 130
+    print(result.summary())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

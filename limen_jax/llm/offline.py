@@ -1,0 +1,146 @@
+"""The offline mutator: evolves programs from a task's catalog, with no network.
+
+A program is described by a genome, ``{"features": [names], "terms": {name: weight}}``,
+written into the source as a ``# limen-genome:`` comment so that a parent read back
+from the archive can be edited again. Mutations: add, remove or reweight a piece, and
+crossover with a second parent. Output is ordinary source in a markdown fence, which
+goes through the same extraction and validation as an LLM's answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from typing import Any
+
+import numpy as np
+from limen_jax.llm.base import MutationRequest, MutationResponse  # noqa: I001
+
+from limen_jax.catalog import Catalog
+
+GENOME_TAG = "# limen-genome:"
+_GENOME_RE = re.compile(r"^# limen-genome: (\{.*\})\s*$", re.MULTILINE)
+
+Genome = dict[str, Any]
+
+
+def read_genome(code: str | None) -> Genome | None:
+    """The genome written into ``code`` by :func:`render`, or None."""
+    match = _GENOME_RE.search(code or "")
+    if not match:
+        return None
+    try:
+        genome = json.loads(match.group(1))
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(genome.get("features"), list) or not isinstance(genome.get("terms"), dict):
+        return None
+    return genome
+
+
+def render(catalog: Catalog, genome: Genome, mode: str = "full") -> str:
+    """Source code for ``genome``: the prelude, then the functions the mode asks for."""
+    features = [f for f in catalog.features if f.name in genome["features"]]
+    terms = [(t, float(genome["terms"][t.name])) for t in catalog.terms if t.name in genome["terms"]]
+    lines = ["import jax", "import jax.numpy as jnp", "", f"{GENOME_TAG} {json.dumps(genome, sort_keys=True)}", ""]
+    lines.append(catalog.prelude.rstrip())
+    if mode in ("full", "obs_only"):
+        lines += ["", "", "def get_observation(state):"]
+        for f in features:
+            lines.append(textwrap.indent(f"# {f.name}\n{f.code}", "    "))
+        parts = ", ".join(f"jnp.ravel(f_{f.name})" for f in features)
+        lines.append(f"    return jnp.concatenate([{parts}]).astype(jnp.float32)")
+    if mode in ("full", "reward_only"):
+        lines += ["", "", "def compute_reward(state, action, next_state):"]
+        for t, _ in terms:
+            lines.append(textwrap.indent(f"# {t.name}\n{t.code}", "    "))
+        total = " + ".join(f"{w:.4g} * t_{t.name}" for t, w in terms) or "0.0"
+        lines.append(f"    return jnp.asarray({total}, dtype=jnp.float32)")
+    return "\n".join(lines) + "\n"
+
+
+class OfflineMutator:
+    """Catalog-driven mutation; deterministic given the request's ``rng_seed``."""
+
+    name = "offline"
+
+    def __init__(self, catalog: Catalog, *, max_ops: int = 2) -> None:
+        self.catalog = catalog
+        self.max_ops = max_ops
+
+    # --- genomes ------------------------------------------------------------------
+    def random_genome(self, rng: np.random.Generator) -> Genome:
+        """A small from-scratch program: a few features, the required terms, maybe one more."""
+        cat = self.catalog
+        n_feat = int(rng.integers(cat.seed_features[0], cat.seed_features[1] + 1))
+        names = [f.name for f in cat.features]
+        features = sorted(rng.choice(names, size=min(n_feat, len(names)), replace=False).tolist())
+        terms = {name: cat.term(name).weight for name in cat.required_terms}
+        optional = [t.name for t in cat.terms if t.name not in terms]
+        n_terms = int(rng.integers(cat.seed_terms[0], cat.seed_terms[1] + 1))
+        for name in rng.choice(optional, size=min(n_terms, len(optional)), replace=False).tolist():
+            terms[name] = cat.term(name).weight
+        return {"features": features, "terms": terms}
+
+    def mutate(self, genome: Genome, rng: np.random.Generator, other: Genome | None = None) -> tuple[Genome, list[str]]:
+        """Apply 1..max_ops edits (crossover first when ``other`` is given)."""
+        cat = self.catalog
+        features = list(genome["features"])
+        terms = dict(genome["terms"])
+        ops: list[str] = []
+        if other is not None:
+            pool = sorted(set(features) | set(other["features"]))
+            keep = [f for f in pool if (f in features and f in other["features"]) or rng.random() < 0.5]
+            features = keep or features
+            for name, weight in other["terms"].items():
+                if name not in terms and rng.random() < 0.5:
+                    terms[name] = weight
+            ops.append("crossover")
+        for _ in range(int(rng.integers(1, self.max_ops + 1))):
+            unused_f = [f.name for f in cat.features if f.name not in features]
+            unused_t = [t.name for t in cat.terms if t.name not in terms]
+            removable_t = [t for t in terms if t not in cat.required_terms]
+            choices = []
+            if unused_f:
+                choices += ["add_feature"] * 3
+            if len(features) > 1:
+                choices.append("remove_feature")
+            if unused_t:
+                choices += ["add_term"] * 2
+            if removable_t:
+                choices.append("remove_term")
+            choices += ["reweight"] * 2
+            op = str(rng.choice(choices))
+            if op == "add_feature":
+                name = str(rng.choice(unused_f))
+                features.append(name)
+            elif op == "remove_feature":
+                name = str(rng.choice(features))
+                features.remove(name)
+            elif op == "add_term":
+                name = str(rng.choice(unused_t))
+                terms[name] = cat.term(name).weight
+            elif op == "remove_term":
+                name = str(rng.choice(removable_t))
+                del terms[name]
+            else:
+                name = str(rng.choice(sorted(terms)))
+                terms[name] = float(f"{terms[name] * float(np.exp(rng.normal(0.0, 0.5))):.3g}")
+            ops.append(f"{op}:{name}")
+        order = {f.name: i for i, f in enumerate(cat.features)}
+        return {"features": sorted(set(features), key=order.__getitem__), "terms": terms}, ops
+
+    # --- Mutator protocol -----------------------------------------------------------
+    def propose(self, request: MutationRequest) -> MutationResponse:
+        rng = np.random.default_rng(request.rng_seed)
+        parent = read_genome(request.parent.code) if request.parent is not None else None
+        if parent is None:
+            genome, ops = self.random_genome(rng), ["from_scratch"]
+        else:
+            others = [g for g in (read_genome(r.code) for r in request.others) if g is not None]
+            other = others[int(rng.integers(len(others)))] if others and rng.random() < 0.3 else None
+            genome, ops = self.mutate(parent, rng, other)
+        code = render(self.catalog, genome, request.mode)
+        text = f"Offline edit ({', '.join(ops)}).\n\n```python\n{code}```\n"
+        return MutationResponse(text=text, model="offline", metadata={"ops": ops, "genome": genome})

@@ -1,0 +1,80 @@
+"""Figures of a run: progress (the paper's Figure 3) and the archive heatmap."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")  # headless: runs on servers and in CI
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_progress(records: Sequence[dict[str, Any]], path: str | Path | None = None, title: str = "") -> Any:
+    """Each candidate as a dot at its iteration (crashes as red crosses at 0), and the
+    running best success as a step line. ``records``: ProgramRecord dicts."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ok = [r for r in records if r.get("success") is not None]
+    bad = [r for r in records if r.get("success") is None]
+    if ok:
+        ax.scatter([r["iteration"] for r in ok], [r["success"] for r in ok], s=22, alpha=0.6,
+                   color="tab:blue", label="candidate")
+    if bad:
+        ax.scatter([r["iteration"] for r in bad], [0.0] * len(bad), marker="x", color="tab:red",
+                   label="rejected / crashed")
+    if records:
+        last = max(r["iteration"] for r in records)
+        best, line = 0.0, []
+        for it in range(last + 1):
+            scores = [r["success"] for r in ok if r["iteration"] == it]
+            best = max([best, *scores])
+            line.append(best)
+        ax.step(range(last + 1), line, where="post", color="black", label="best so far")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("success rate")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title(title or "interface search")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+    return fig
+
+
+def plot_archive(fitness: np.ndarray, obs_edges: Sequence[int], ast_edges: Sequence[int],
+                 path: str | Path | None = None, title: str = "") -> Any:
+    """Heatmap of the best fitness per cell over all islands.
+
+    fitness: (num_islands, num_obs_bins, num_ast_bins) float, -inf or nan where empty.
+    """
+    plt = _pyplot()
+    grid = np.asarray(fitness, dtype=np.float64)
+    grid = np.where(np.isfinite(grid), grid, np.nan)
+    best = np.nanmax(np.where(np.isnan(grid), -np.inf, grid), axis=0)
+    best = np.where(np.isfinite(best), best, np.nan)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    im = ax.imshow(best.T, origin="lower", aspect="auto", vmin=0.0, vmax=1.0, cmap="viridis")
+    ax.set_xticks(range(len(obs_edges) - 1))
+    ax.set_xticklabels([f"{lo}-{hi - 1}" for lo, hi in zip(obs_edges[:-1], obs_edges[1:])], rotation=45,
+                       fontsize=7)
+    ax.set_yticks(range(len(ast_edges) - 1))
+    ax.set_yticklabels([f"{lo}-{hi - 1}" for lo, hi in zip(ast_edges[:-1], ast_edges[1:])], fontsize=7)
+    ax.set_xlabel("observation dimension")
+    ax.set_ylabel("reward AST nodes")
+    ax.set_title(title or "MAP-Elites archive (best success per cell)")
+    fig.colorbar(im, ax=ax, label="success")
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+    return fig

@@ -1,0 +1,396 @@
+"""The AST policy: what an interface program may say, decided before anything runs.
+
+Programs are untrusted LLM output. The policy is the first of three layers (then
+restricted builtins and module proxies at exec time, then time and size limits while
+tracing), and the one that produces precise, fixable messages:
+
+- imports: ``jax`` and its numeric submodules (:data:`ALLOWED_MODULES`) and ``math``;
+- no double-underscore names, no attribute starting with ``_`` (``__class__``,
+  ``__globals__``, ``_trace``...), no interpreter internals (``gi_frame``, ``f_back``,
+  ``tb_frame``...), no attribute assignment;
+- no escape hatches from JAX: ``jax.debug``, callbacks, ``jnp.load``/``save``, config,
+  profiler, ``jax.experimental`` ... (blocked by attribute name, whatever the alias);
+- no ``open``/``exec``/``eval``/``getattr``/``type``/... names, no string formatting
+  (``.format``, f-strings: ``"{0.__class__}".format(x)`` reads attributes by name);
+- no classes, ``try``, ``with``, ``global``, generators, ``match``, decorators;
+- module level holds only imports, function definitions and constants, so nothing
+  expensive runs before the functions are traced under a time limit.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Iterator
+
+from limen_jax.program.errors import ProgramError
+
+MAX_SOURCE_CHARS = 64_000
+MAX_VIOLATIONS_REPORTED = 5
+
+ALLOWED_MODULES = frozenset(
+    {
+        "math",
+        "jax",
+        "jax.numpy",
+        "jax.numpy.linalg",
+        "jax.numpy.fft",
+        "jax.lax",
+        "jax.nn",
+        "jax.nn.initializers",
+        "jax.random",
+        "jax.scipy",
+        "jax.scipy.special",
+        "jax.scipy.stats",
+        "jax.scipy.signal",
+        "jax.scipy.ndimage",
+        "jax.scipy.linalg",
+        "jax.tree_util",
+        "jax.tree",
+        "jax.image",
+        "jax.ops",
+        "jax.dtypes",
+        "jax.typing",
+    }
+)
+
+# Builtins an interface program has no business naming (escapes, I/O, introspection,
+# string conversion that reveals tracer types).
+FORBIDDEN_NAMES = frozenset(
+    {
+        "open", "exec", "eval", "compile", "globals", "locals", "vars", "dir",
+        "getattr", "setattr", "delattr", "hasattr", "input", "breakpoint", "help",
+        "memoryview", "type", "object", "super", "classmethod", "staticmethod",
+        "property", "id", "exit", "quit", "bytearray", "bytes", "format", "repr",
+        "ascii", "str", "copyright", "credits", "license", "callable",
+    }
+)  # fmt: skip
+
+# Attribute names blocked on every object (the policy cannot know what an alias points
+# to, so `d = jax.debug` and `jax.debug` are both caught by the name "debug").
+_JAX_ESCAPES = frozenset(
+    {
+        # submodules that do I/O, run host callbacks, or reach JAX's internals
+        "debug", "experimental", "profiler", "config", "distributed", "monitoring",
+        "interpreters", "core", "lib", "extend", "export", "ffi", "dlpack", "stages",
+        "api_util", "sharding", "ref", "version", "custom_batching", "compilation_cache",
+        # callbacks and host transfers
+        "pure_callback", "io_callback", "callback", "host_callback", "infeed", "outfeed",
+        "device_get", "device_put", "copy_to_host_async", "from_dlpack", "to_dlpack",
+        # files and buffers
+        "load", "save", "savez", "savez_compressed", "fromfile", "tofile", "frombuffer",
+        "fromstring", "tobytes", "fromiter",
+        # global state and eager escapes from tracing
+        "ensure_compile_time_eval", "disable_jit", "clear_caches", "clear_backends",
+        "live_arrays", "live_buffers", "set_printoptions", "printoptions",
+        "default_device", "default_matmul_precision", "transfer_guard", "checking_leaks",
+        "log_compiles", "enable_checks", "numpy_dtype_promotion", "numpy_rank_promotion",
+        # tracer internals (a program must not behave differently per tracer type)
+        "aval", "batch_dim", "source_info",
+        # host-side numpy index tables built eagerly from static sizes
+        "tril_indices", "triu_indices", "tril_indices_from", "triu_indices_from",
+        "mask_indices", "diag_indices", "diag_indices_from",
+        # Python big-integer functions that run for minutes without yielding
+        "factorial", "comb", "perm",
+    }
+)  # fmt: skip
+_INTERNALS = frozenset({"mro", "with_traceback", "format", "format_map", "func_globals", "func_code"})
+_INTERNAL_PREFIXES = ("f_", "gi_", "cr_", "ag_", "tb_", "co_", "register")
+_UNBOUNDED_LOOPS = frozenset({"while_loop"})
+
+# Top-level calls allowed at module level: conversions of Python data, math, reshapes.
+_MODULE_LEVEL_BUILTINS = frozenset(
+    {
+        "tuple", "list", "dict", "set", "frozenset", "float", "int", "bool", "abs", "min",
+        "max", "round", "len", "range", "sum", "zip", "enumerate", "sorted", "reversed",
+        "pow", "divmod", "any", "all", "map", "filter",
+    }
+)  # fmt: skip
+_JNP_CONVERSIONS = frozenset(
+    {
+        "array", "asarray", "float32", "float16", "bfloat16", "int32", "int16", "int8",
+        "uint8", "uint16", "uint32", "bool_", "dtype",
+    }
+)  # fmt: skip
+_JNP_SIZED = frozenset({"arange", "zeros", "ones", "full", "eye", "identity", "linspace"})
+_ARRAY_METHODS = frozenset({"reshape", "astype", "ravel", "flatten", "transpose", "squeeze"})
+_MODULE_LEVEL_MAX_LITERAL_ELEMENTS = 2**16
+
+_FORBIDDEN_NODES: dict[type[ast.AST], str] = {
+    ast.ClassDef: "class definitions are not allowed; use functions",
+    ast.Global: "`global` is not allowed; functions must be pure",
+    ast.Nonlocal: "`nonlocal` is not allowed; functions must be pure",
+    ast.Try: "`try`/`except` is not allowed; errors must surface so they can be fixed",
+    ast.With: "`with` blocks are not allowed",
+    ast.AsyncWith: "async code is not allowed",
+    ast.AsyncFunctionDef: "async code is not allowed",
+    ast.AsyncFor: "async code is not allowed",
+    ast.Await: "async code is not allowed",
+    ast.Yield: "generators (`yield`) are not allowed; return arrays",
+    ast.YieldFrom: "generators (`yield from`) are not allowed; return arrays",
+    ast.JoinedStr: "f-strings are not allowed; interface programs compute arrays, not text",
+    ast.Match: "`match` statements are not allowed; use jnp.where / jax.lax.select",
+}
+if hasattr(ast, "TryStar"):  # Python 3.11+
+    _FORBIDDEN_NODES[ast.TryStar] = _FORBIDDEN_NODES[ast.Try]
+
+
+def parse_program(source: str) -> ast.Module:
+    """Parse ``source``; raise ProgramError(stage="syntax") with the offending line."""
+    if len(source) > MAX_SOURCE_CHARS:
+        raise ProgramError("syntax", f"the program is {len(source)} characters long; keep it under {MAX_SOURCE_CHARS}.")
+    try:
+        return ast.parse(source, filename="<interface>")
+    except SyntaxError as exc:
+        line = (exc.text or "").rstrip("\n")
+        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
+        trace = f"{where}: {line.strip()}" if line.strip() else where
+        raise ProgramError("syntax", f"the program does not parse: {exc.msg} ({where}).", trace) from None
+    except (RecursionError, MemoryError, ValueError) as exc:
+        raise ProgramError(
+            "syntax", f"the program cannot be parsed ({type(exc).__name__}): expressions are nested too deeply."
+        ) from None
+
+
+def check_policy(source: str) -> ast.Module:
+    """Parse and vet ``source``; return its AST with any ``if __name__ == "__main__":`` block removed.
+
+    Raises ProgramError: stage "syntax" when it does not parse, "policy" listing up to
+    :data:`MAX_VIOLATIONS_REPORTED` violations (each with its line) otherwise.
+    """
+    tree = parse_program(source)
+    tree.body = [stmt for stmt in tree.body if not _is_main_guard(stmt)]
+    found: list[tuple[int, str]] = []
+    for node, problem in _violations(tree):
+        item = (getattr(node, "lineno", 0), problem)
+        if item not in found:
+            found.append(item)
+        if len(found) >= MAX_VIOLATIONS_REPORTED:
+            break
+    if found:
+        found.sort()
+        lines = source.splitlines()
+        trace = "\n".join(
+            f"line {ln}: {lines[ln - 1].strip()}" if 0 < ln <= len(lines) else problem for ln, problem in found
+        )
+        message = "; ".join(f"line {ln}: {problem}" for ln, problem in found[:3])
+        raise ProgramError("policy", message, trace)
+    return tree
+
+
+def attribute_problem(name: str) -> str | None:
+    """Why accessing attribute ``name`` is forbidden, or None when it is allowed."""
+    if name.startswith("_"):
+        return f"attribute '{name}' is private: names starting with '_' (dunders included) cannot be accessed"
+    if name in _UNBOUNDED_LOOPS:
+        return (
+            f"'{name}' is not allowed (unbounded loop): use jax.lax.fori_loop with constant integer "
+            "bounds, or vectorise with jnp operations"
+        )
+    if name in ("format", "format_map"):
+        return "string formatting ('.format') is not allowed; interface programs compute arrays, not text"
+    if name in _INTERNALS or name.startswith(_INTERNAL_PREFIXES):
+        return f"attribute '{name}' reaches interpreter internals and is not allowed"
+    if name in _JAX_ESCAPES:
+        return (
+            f"'{name}' is not available: interface programs may not do I/O, host callbacks or "
+            "debugging, change JAX's configuration, or inspect tracers"
+        )
+    return None
+
+
+def module_problem(name: str) -> str | None:
+    """Why importing module ``name`` is forbidden, or None when it is allowed."""
+    if name in ALLOWED_MODULES:
+        return None
+    root = name.split(".")[0]
+    if root == "numpy":
+        return "numpy is not available: use jax.numpy (`import jax.numpy as jnp`)"
+    if root == "jax":
+        return f"module '{name}' is not available; allowed: {', '.join(sorted(ALLOWED_MODULES - {'math'}))}"
+    return f"import of '{name}' is not allowed: only jax (jax.numpy, jax.lax, jax.nn, ...) and math"
+
+
+def name_problem(name: str) -> str | None:
+    """Why the identifier ``name`` is forbidden, or None when it is allowed."""
+    if name.startswith("__"):
+        return f"name '{name}' is not allowed: double-underscore names are reserved"
+    if name in FORBIDDEN_NAMES:
+        return f"'{name}' is not available in interface programs"
+    return None
+
+
+def _is_main_guard(stmt: ast.stmt) -> bool:
+    """``if __name__ == "__main__":`` — LLMs add demo code there; it never runs here."""
+    if not isinstance(stmt, ast.If) or not isinstance(stmt.test, ast.Compare):
+        return False
+    test = stmt.test
+    sides = [test.left, *test.comparators]
+    return (
+        len(sides) == 2
+        and any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides)
+        and any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides)
+    )
+
+
+def _violations(tree: ast.Module) -> Iterator[tuple[ast.AST, str]]:
+    yield from _module_level_violations(tree)
+    for node in ast.walk(tree):
+        problem = _node_problem(node)
+        if problem:
+            yield node, problem
+
+
+def _node_problem(node: ast.AST) -> str | None:
+    for kind, why in _FORBIDDEN_NODES.items():
+        if isinstance(node, kind):
+            return why
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            problem = module_problem(alias.name) or (alias.asname and name_problem(alias.asname))
+            if problem:
+                return problem
+    elif isinstance(node, ast.ImportFrom):
+        return _import_from_problem(node)
+    elif isinstance(node, ast.Name):
+        return name_problem(node.id)
+    elif isinstance(node, ast.Attribute):
+        if not isinstance(node.ctx, ast.Load):
+            return f"assigning or deleting attributes ('.{node.attr} = ...') is not allowed; functions must be pure"
+        return attribute_problem(node.attr)
+    elif isinstance(node, ast.arg | ast.keyword):
+        return name_problem(node.arg) if node.arg is not None else None
+    elif isinstance(node, ast.FunctionDef):
+        if node.decorator_list:
+            return "decorators are not allowed (the checker applies jit and vmap itself)"
+        return name_problem(node.name)
+    elif _is_string_formatting(node):
+        return "string formatting ('%') is not allowed; interface programs compute arrays, not text"
+    elif (
+        isinstance(node, ast.Subscript)
+        and not isinstance(node.ctx, ast.Load)
+        and not isinstance(node.value, ast.Name | ast.Subscript)
+    ):
+        # `x[i] = v` on a local list is fine; `state.grid[i] = v` mutates shared objects.
+        return "item assignment is only allowed on local variables (use x.at[i].set(v) for arrays)"
+    return None
+
+
+def _is_string_formatting(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Mod)
+        and isinstance(node.left, ast.Constant)
+        and isinstance(node.left.value, str | bytes)
+    )
+
+
+def _import_from_problem(node: ast.ImportFrom) -> str | None:
+    if node.level:
+        return "relative imports are not allowed"
+    module = node.module or ""
+    if module == "__future__":
+        bad = [a.name for a in node.names if a.name != "annotations"]
+        return f"only `from __future__ import annotations` is allowed, not {bad}" if bad else None
+    problem = module_problem(module)
+    if problem:
+        return problem
+    for alias in node.names:
+        if alias.name == "*":
+            return f"`from {module} import *` is not allowed; import the names you use"
+        problem = attribute_problem(alias.name) or (alias.asname and name_problem(alias.asname))
+        if problem:
+            return problem
+    return None
+
+
+def _module_level_violations(tree: ast.Module) -> Iterator[tuple[ast.AST, str]]:
+    """Module level may hold imports, defs, constants and docstrings; nothing that computes much."""
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import | ast.ImportFrom | ast.Pass):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+            continue  # docstring or a stray string
+        if isinstance(stmt, ast.FunctionDef):
+            defaults = [*stmt.args.defaults, *(d for d in stmt.args.kw_defaults if d is not None)]
+            for value in defaults:
+                yield from _static_expr_violations(value)
+            continue
+        if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            if stmt.value is not None:
+                yield from _static_expr_violations(stmt.value)
+            continue
+        yield (
+            stmt,
+            (
+                f"module level may only hold imports, constants and function definitions, not "
+                f"`{type(stmt).__name__.lower()}` statements; move this code into a function"
+            ),
+        )
+
+
+def _static_expr_violations(expr: ast.expr) -> Iterator[tuple[ast.AST, str]]:
+    """Calls in a module-level expression must be cheap conversions of literal data."""
+    stack: list[ast.AST] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Lambda):
+            # The body runs later (traced, time-limited); its defaults run now.
+            stack.extend([*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)])
+            continue
+        if isinstance(node, ast.Call):
+            problem = _module_level_call_problem(node)
+            if problem:
+                yield node, problem
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _module_level_call_problem(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Name) and func.id in _MODULE_LEVEL_BUILTINS:
+        return None
+    if isinstance(func, ast.Attribute):
+        base = _dotted(func.value)
+        if base == "math" or (func.attr in _JNP_CONVERSIONS and base in ("jnp", "jax.numpy")):
+            return None
+        if func.attr in _ARRAY_METHODS:
+            return None
+        if func.attr in _JNP_SIZED and base in ("jnp", "jax.numpy"):
+            size = _literal_size(call)
+            if size is not None and size <= _MODULE_LEVEL_MAX_LITERAL_ELEMENTS:
+                return None
+    shown = ast.unparse(func) if len(ast.unparse(func)) < 60 else "this call"
+    return (
+        f"module level may only define constants (literals, jnp.array([...]), math, small "
+        f"jnp.arange/zeros with literal sizes); `{shown}(...)` must be computed inside a function"
+    )
+
+
+def _dotted(node: ast.expr) -> str:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return ""
+
+
+def _literal_size(call: ast.Call) -> int | None:
+    """Product of the integer literals in ``call``'s arguments (an upper bound on the
+    array size); None when an argument is anything but literals, tuples and dtypes."""
+    sizes: list[int] = []
+    stack: list[ast.expr] = [*call.args, *(k.value for k in call.keywords)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, int) and not isinstance(node.value, bool):
+                sizes.append(max(1, abs(node.value)))
+        elif isinstance(node, ast.Tuple | ast.List):
+            stack.extend(node.elts)
+        elif isinstance(node, ast.UnaryOp):
+            stack.append(node.operand)
+        elif not (isinstance(node, ast.Attribute) and _dotted(node).startswith(("jnp.", "jax.numpy."))):
+            return None  # a name or expression: its size is unknown here
+    return math.prod(sizes)

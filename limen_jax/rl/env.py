@@ -1,0 +1,219 @@
+"""The one wrapper where an interface enters: auto-reset with φ and R injected inside it.
+
+R is computed on the true transition (s, a, s') *before* the auto-reset replaces s', so
+a reward paid only on the goal transition reaches the learner (computing R on the
+post-reset state silently drops every terminal bonus). An episode ends when the task
+terminates (``TaskState.done``) or after ``task.episode_length`` steps (truncation; the
+learner bootstraps from V(φ(s')) of the true, pre-reset s'). At each episode end the
+step reports the episode's return under R, its length, and ``TaskState.success``.
+
+Leaves carry a leading candidate axis K followed by any batch axes; candidate k's φ and
+R are applied only to slice k (a static unroll, see :class:`BatchedInterface`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from limen_jax.interface import Interface
+from limen_jax.task import Task, TaskState
+
+PyTree = Any
+
+
+def vmap_lead(fn: Callable[..., Any], n: int) -> Callable[..., Any]:
+    """``fn`` vmapped over ``n`` leading axes of every argument."""
+    for _ in range(n):
+        fn = jax.vmap(fn)
+    return fn
+
+
+def tree_where(pred: jax.Array, a: PyTree, b: PyTree) -> PyTree:
+    """Select a or b per batch element: pred bool[*L], leaves [*L, ...]."""
+
+    def sel(x: jax.Array, y: jax.Array) -> jax.Array:
+        return jnp.where(pred.reshape(pred.shape + (1,) * (x.ndim - pred.ndim)), x, y)
+
+    return jax.tree.map(sel, a, b)
+
+
+class BatchedInterface:
+    """K interfaces over a leading candidate axis; observations padded to ``width``.
+
+    mask: bool[K, width], True for candidate k's real features. Not a pytree: the
+    programs are Python functions, unrolled statically inside the jitted trainer.
+    """
+
+    def __init__(self, interfaces: Sequence[Interface], width: int | None = None) -> None:
+        if not interfaces:
+            raise ValueError("at least one interface is required")
+        self.interfaces = tuple(interfaces)
+        self.dims = tuple(int(i.obs_dim) for i in self.interfaces)
+        self.width = int(width or max(self.dims))
+        if self.width < max(self.dims):
+            raise ValueError(f"width {self.width} < largest obs_dim {max(self.dims)}")
+        self.mask = np.arange(self.width)[None, :] < np.asarray(self.dims)[:, None]
+
+    def __len__(self) -> int:
+        return len(self.interfaces)
+
+    def observe(self, sim: PyTree, nb: int) -> jax.Array:
+        """sim leaves [K, *B, ...] with ``nb`` = len(B) -> float32[K, *B, width] (zeros past
+        each obs_dim)."""
+        outs = []
+        for k, iface in enumerate(self.interfaces):
+            sim_k = jax.tree.map(lambda x, k=k: x[k], sim)
+            obs = vmap_lead(lambda s, f=iface.observe: jnp.asarray(f(s), jnp.float32).reshape(-1), nb)(sim_k)
+            pad = [(0, 0)] * (obs.ndim - 1) + [(0, self.width - obs.shape[-1])]
+            outs.append(jnp.pad(obs, pad))
+        return jnp.stack(outs)
+
+    def reward(self, sim: PyTree, action: jax.Array, next_sim: PyTree, nb: int) -> jax.Array:
+        """Leaves [K, *B, ...] with ``nb`` = len(B) -> float32[K, *B], R_k on slice k."""
+        outs = []
+        for k, iface in enumerate(self.interfaces):
+            take = lambda x, k=k: x[k]  # noqa: E731
+            s, a, s2 = jax.tree.map(take, sim), action[k], jax.tree.map(take, next_sim)
+
+            def r(s: Any, a: jax.Array, s2: Any, f: Callable[..., Any] = iface.reward) -> jax.Array:
+                return jnp.asarray(f(s, a, s2), jnp.float32).reshape(())
+
+            outs.append(vmap_lead(r, nb)(s, a, s2))
+        return jnp.stack(outs)
+
+
+class EnvState(struct.PyTreeNode):
+    """Wrapped environments; every leaf has leading axes [K, *B].
+
+    task: the task's state. obs: float32[..., width], φ of the current state.
+    t: int32, steps taken in the current episode. ep_return: float32, R summed so far.
+    """
+
+    task: TaskState
+    obs: jax.Array
+    t: jax.Array
+    ep_return: jax.Array
+
+
+class StepInfo(struct.PyTreeNode):
+    """What one wrapped step reports; leaves [K, *B].
+
+    reward: R(s, a, s') on the true transition. terminated: the task ended the episode.
+    truncated: the horizon cut it (and it did not terminate). next_obs: φ of the true,
+    pre-reset s' (for bootstrapping at truncation). episode_end = terminated | truncated;
+    where it holds, episode_return / episode_length / episode_success describe the
+    episode that just ended (success = ``TaskState.success`` at its end).
+    """
+
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    next_obs: jax.Array
+    episode_end: jax.Array
+    episode_return: jax.Array
+    episode_length: jax.Array
+    episode_success: jax.Array
+
+
+class InterfaceEnv:
+    """A task with K interfaces injected. Leaves have leading axes [K, *B]."""
+
+    def __init__(self, task: Task, interfaces: BatchedInterface | Sequence[Interface]) -> None:
+        self.task = task
+        self.iface = interfaces if isinstance(interfaces, BatchedInterface) else BatchedInterface(interfaces)
+        self.horizon = int(task.episode_length)
+        if self.horizon < 1:
+            raise ValueError(f"task {task.name!r} has episode_length {self.horizon}")
+
+    def reset(self, keys: jax.Array) -> EnvState:
+        """keys: [K, *B] -> fresh EnvState with leading [K, *B]."""
+        ts = vmap_lead(self.task.reset, keys.ndim)(keys)
+        zeros = jnp.zeros(keys.shape, jnp.int32)
+        return EnvState(ts, self.iface.observe(ts.sim, keys.ndim - 1), zeros, zeros.astype(jnp.float32))
+
+    def step(self, state: EnvState, action: jax.Array, fresh: EnvState) -> tuple[EnvState, StepInfo]:
+        """One step with auto-reset. action: env actions [K, *B, ...]; ``fresh``: the
+        episode-start states that replace the environments whose episode ends here."""
+        lead = state.t.ndim
+        next_ts = vmap_lead(self.task.step, lead)(state.task, action)
+        reward = self.iface.reward(state.task.sim, action, next_ts.sim, lead - 1)  # before any reset
+        t = state.t + 1
+        terminated = jnp.asarray(next_ts.done, bool)
+        truncated = (t >= self.horizon) & ~terminated
+        end = terminated | truncated
+        ep_return = state.ep_return + reward
+        next_obs = self.iface.observe(next_ts.sim, lead - 1)
+        stepped = EnvState(next_ts, next_obs, t, ep_return)
+        info = StepInfo(
+            reward=reward,
+            terminated=terminated,
+            truncated=truncated,
+            next_obs=next_obs,
+            episode_end=end,
+            episode_return=ep_return,
+            episode_length=t,
+            episode_success=jnp.asarray(next_ts.success, bool),
+        )
+        return tree_where(end, fresh, stepped), info
+
+
+# Resetting costs far more than stepping for some simulators (xminigrid's reset is ~12x
+# its step on a CPU), and under vmap an auto-reset computes a reset for every env at every
+# step. A pool of fresh states drawn once per rollout, handed out in order to the envs
+# that end, makes that cost P per rollout instead of N per step.
+
+
+class ResetPool(struct.PyTreeNode):
+    """Fresh episode-start states for one rollout of one slot: leaves [P, ...]; ``next``
+    is the index of the next unused state (wraps around when more than P episodes end)."""
+
+    states: EnvState
+    next: jax.Array
+
+
+def take_fresh(pool: ResetPool, end: jax.Array) -> tuple[EnvState, ResetPool]:
+    """Start states for the envs of one slot: end bool[N] -> (EnvState [N, ...], pool).
+
+    Env i, if it ends, gets pool entry next + (number of ending envs before i); envs
+    that do not end get some entry that the caller discards.
+    """
+    size = pool.next.shape[0] if pool.next.ndim else jax.tree.leaves(pool.states)[0].shape[0]
+    order = jnp.cumsum(end.astype(jnp.int32)) - 1
+    idx = (pool.next + jnp.maximum(order, 0)) % size
+    fresh = jax.tree.map(lambda x: x[idx], pool.states)
+    return fresh, pool.replace(next=(pool.next + end.sum(dtype=jnp.int32)) % size)
+
+
+def rollout(
+    task: Task,
+    interface: Interface,
+    policy: Callable[[jax.Array, jax.Array], jax.Array],
+    key: jax.Array,
+    *,
+    num_envs: int,
+    num_steps: int,
+) -> tuple[EnvState, StepInfo]:
+    """Run ``policy(key, obs[N, D]) -> actions[N, ...]`` for ``num_steps`` steps.
+
+    The same wrapper the trainer uses (with a fresh reset per step instead of a pool),
+    for tests and scripted checks. Returns the final EnvState (leading [N]) and the
+    StepInfo of every step, leaves [num_steps, N].
+    """
+    env = InterfaceEnv(task, [interface])
+    k_reset, k_run = jax.random.split(key)
+    state = env.reset(jax.random.split(k_reset, num_envs)[None])
+
+    def body(state: EnvState, key: jax.Array) -> tuple[EnvState, StepInfo]:
+        k_act, k_reset = jax.random.split(key)
+        action = policy(k_act, state.obs[0])
+        fresh = env.reset(jax.random.split(k_reset, num_envs)[None])
+        return env.step(state, action[None], fresh)
+
+    state, infos = jax.lax.scan(body, state, jax.random.split(k_run, num_steps))
+    return jax.tree.map(lambda x: x[0], state), jax.tree.map(lambda x: x[:, 0], infos)

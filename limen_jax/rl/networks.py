@@ -1,0 +1,284 @@
+"""Actor-critic networks and action distributions.
+
+``ActorCritic`` gives the trainer one shape of API for both networks: a per-step call
+(acting in the rollout) and a per-sequence call (the loss), each with a recurrent carry
+(empty for the MLP). Parameters are initialised at a candidate's own ``obs_dim`` and the
+input layers are then zero-padded to the batch's width (:meth:`ActorCritic.pad_inputs`):
+padded inputs are always 0, so those rows get zero gradients, stay 0 under Adam, and
+the padded network computes exactly what the unpadded one does.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from limen_jax.rl.config import PPOConfig
+from limen_jax.task import ActionSpace, Box, Discrete
+
+PyTree = Any
+
+_ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "swish": nn.swish}
+
+
+# --- action distributions ----------------------------------------------------------------
+
+
+class Categorical:
+    """Discrete actions. Raw action = env action = int32 index."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.param_dim = n
+        self.raw_shape: tuple[int, ...] = ()
+        self.raw_dtype = jnp.int32
+
+    def sample(self, key: jax.Array, logits: jax.Array) -> jax.Array:
+        return jax.random.categorical(key, logits).astype(jnp.int32)
+
+    def mode(self, logits: jax.Array) -> jax.Array:
+        return jnp.argmax(logits, -1).astype(jnp.int32)
+
+    def log_prob(self, logits: jax.Array, raw: jax.Array) -> jax.Array:
+        logp = jax.nn.log_softmax(logits)
+        return jnp.take_along_axis(logp, raw[..., None].astype(jnp.int32), -1)[..., 0]
+
+    def entropy(self, logits: jax.Array) -> jax.Array:
+        logp = jax.nn.log_softmax(logits)
+        return -(jnp.exp(logp) * logp).sum(-1)
+
+    def to_env(self, raw: jax.Array) -> jax.Array:
+        return raw
+
+
+class TanhGaussian:
+    """Continuous actions: u ~ N(loc, softplus(s) + 1e-3), action = tanh(u) scaled to [low, high].
+
+    The raw action u is stored so log-probabilities are exact (with the tanh Jacobian;
+    the affine rescale adds a constant that cancels in PPO's ratio). The entropy is the
+    Gaussian's (the tanh-squashed entropy has no closed form).
+    """
+
+    def __init__(self, dim: int, low: float, high: float) -> None:
+        self.dim, self.low, self.high = dim, low, high
+        self.param_dim = 2 * dim
+        self.raw_shape = (dim,)
+        self.raw_dtype = jnp.float32
+
+    def _split(self, params: jax.Array) -> tuple[jax.Array, jax.Array]:
+        loc, s = jnp.split(params, 2, axis=-1)
+        return loc, jax.nn.softplus(s) + 1e-3
+
+    def sample(self, key: jax.Array, params: jax.Array) -> jax.Array:
+        loc, scale = self._split(params)
+        return loc + scale * jax.random.normal(key, loc.shape, jnp.float32)
+
+    def mode(self, params: jax.Array) -> jax.Array:
+        return self._split(params)[0]
+
+    def log_prob(self, params: jax.Array, raw: jax.Array) -> jax.Array:
+        loc, scale = self._split(params)
+        normal = -0.5 * jnp.square((raw - loc) / scale) - jnp.log(scale) - 0.5 * jnp.log(2 * jnp.pi)
+        # log(1 - tanh(u)^2), written stably
+        log_det = 2.0 * (jnp.log(2.0) - raw - jax.nn.softplus(-2.0 * raw))
+        return (normal - log_det).sum(-1)
+
+    def entropy(self, params: jax.Array) -> jax.Array:
+        _, scale = self._split(params)
+        return (0.5 + 0.5 * jnp.log(2 * jnp.pi) + jnp.log(scale)).sum(-1)
+
+    def to_env(self, raw: jax.Array) -> jax.Array:
+        return self.low + 0.5 * (jnp.tanh(raw) + 1.0) * (self.high - self.low)
+
+
+def make_distribution(space: ActionSpace) -> Categorical | TanhGaussian:
+    if isinstance(space, Discrete):
+        return Categorical(space.n)
+    if isinstance(space, Box):
+        return TanhGaussian(space.dim, space.low, space.high)
+    raise TypeError(f"unsupported action space {space!r}")
+
+
+# --- modules ---------------------------------------------------------------------------
+
+
+def _dense(features: int, scale: float, name: str) -> nn.Dense:
+    return nn.Dense(features, kernel_init=nn.initializers.orthogonal(scale), name=name)
+
+
+class MLPActorCritic(nn.Module):
+    """Separate actor and critic MLPs: obs float32[..., D] -> (dist params, value)."""
+
+    param_dim: int
+    actor_hidden: Sequence[int]
+    critic_hidden: Sequence[int]
+    activation: str = "tanh"
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        act = _ACTIVATIONS[self.activation]
+        x = obs
+        for i, h in enumerate(self.actor_hidden):
+            x = act(_dense(h, np.sqrt(2), f"actor_{i}")(x))
+        dist = _dense(self.param_dim, 0.01, "actor_out")(x)
+        v = obs
+        for i, h in enumerate(self.critic_hidden):
+            v = act(_dense(h, np.sqrt(2), f"critic_{i}")(v))
+        value = _dense(1, 1.0, "critic_out")(v)[..., 0]
+        return dist, value
+
+
+class _ScannedGRU(nn.Module):
+    """A GRU over time (axis 0) whose state is zeroed where ``first`` marks an episode start."""
+
+    hidden: int
+
+    @functools.partial(
+        nn.scan, variable_broadcast="params", split_rngs={"params": False}, in_axes=0, out_axes=0
+    )
+    @nn.compact
+    def __call__(self, carry: jax.Array, xs: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        inputs, first = xs
+        carry = jnp.where(first[..., None], 0.0, carry)
+        carry, out = nn.GRUCell(features=self.hidden, name="cell")(carry, inputs)
+        return carry, out
+
+
+class GRUActorCritic(nn.Module):
+    """Paper App. A: obs encoder (Dense-ReLU-Dense), previous-action embedding, GRU,
+    actor and critic heads (Dense-tanh-Dense). Inputs are time-major [T, B, ...]."""
+
+    param_dim: int
+    num_actions: int | None  # None for continuous actions (the previous action is a vector)
+    encoder: Sequence[int]
+    action_embed: int
+    hidden: int
+    head_hidden: int
+    feed_prev_reward: bool = False
+
+    @nn.compact
+    def __call__(
+        self,
+        carry: jax.Array,
+        obs: jax.Array,
+        prev_action: jax.Array,
+        prev_reward: jax.Array,
+        first: jax.Array,
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        x = obs
+        for i, h in enumerate(self.encoder):
+            x = _dense(h, np.sqrt(2), f"encoder_{i}")(x)
+            if i < len(self.encoder) - 1:
+                x = nn.relu(x)
+        if self.num_actions is not None:
+            # index num_actions means "no previous action" (episode start)
+            a = jnp.where(first, self.num_actions, prev_action)
+            emb = nn.Embed(self.num_actions + 1, self.action_embed, name="action_embed")(a)
+        else:
+            a = jnp.where(first[..., None], 0.0, prev_action)
+            emb = nn.Dense(self.action_embed, name="action_embed")(a)
+        parts = [x, emb]
+        if self.feed_prev_reward:
+            parts.append(jnp.where(first, 0.0, prev_reward)[..., None])
+        carry, y = _ScannedGRU(self.hidden, name="gru")(carry, (jnp.concatenate(parts, -1), first))
+        pi = nn.tanh(_dense(self.head_hidden, np.sqrt(2), "actor_head")(y))
+        dist = _dense(self.param_dim, 0.01, "actor_out")(pi)
+        v = nn.tanh(_dense(self.head_hidden, np.sqrt(2), "critic_head")(y))
+        value = _dense(1, 1.0, "critic_out")(v)[..., 0]
+        return carry, dist, value
+
+
+# --- the trainer-facing wrapper ----------------------------------------------------------
+
+
+class ActorCritic:
+    """The network the trainer uses, MLP or GRU, behind one API.
+
+    carry: float32[B, H] (H = 0 for the MLP). obs: float32[B, D] per step or [T, B, D]
+    per sequence. prev_action: the raw previous action (int32[B] or float32[B, A]),
+    prev_reward: float32[B], first: bool[B] (this observation starts an episode).
+    """
+
+    def __init__(self, config: PPOConfig, space: ActionSpace) -> None:
+        self.dist = make_distribution(space)
+        self.recurrent = config.network == "gru"
+        if self.recurrent:
+            self.module: nn.Module = GRUActorCritic(
+                param_dim=self.dist.param_dim,
+                num_actions=space.n if isinstance(space, Discrete) else None,
+                encoder=config.gru_encoder,
+                action_embed=config.gru_action_embed,
+                hidden=config.gru_hidden,
+                head_hidden=config.gru_head_hidden,
+                feed_prev_reward=config.feed_prev_reward,
+            )
+            self.carry_dim = config.gru_hidden
+            self.input_layers: tuple[str, ...] = ("encoder_0",)
+        else:
+            self.module = MLPActorCritic(
+                self.dist.param_dim, config.actor_hidden, config.critic_hidden, config.activation
+            )
+            self.carry_dim = 0
+            self.input_layers = ("actor_0", "critic_0")
+        self._space = space
+
+    def initial_carry(self, batch: int) -> jax.Array:
+        return jnp.zeros((batch, self.carry_dim), jnp.float32)
+
+    def dummy_action(self, batch: tuple[int, ...]) -> jax.Array:
+        return jnp.zeros(batch + self.dist.raw_shape, self.dist.raw_dtype)
+
+    def init(self, key: jax.Array, obs_dim: int) -> PyTree:
+        """Parameters for observations of length ``obs_dim`` (a candidate's own size)."""
+        obs = jnp.zeros((1, 1, obs_dim), jnp.float32)
+        if not self.recurrent:
+            return self.module.init(key, obs)
+        first = jnp.ones((1, 1), bool)
+        act = self.dummy_action((1, 1))
+        return self.module.init(key, self.initial_carry(1), obs, act, jnp.zeros((1, 1)), first)
+
+    def pad_inputs(self, params: PyTree, width: int) -> PyTree:
+        """Zero-pad the input layers' kernels to ``width`` input features."""
+        inner = dict(params["params"])
+        for name in self.input_layers:
+            layer = dict(inner[name])
+            k = layer["kernel"]
+            layer["kernel"] = jnp.pad(k, ((0, width - k.shape[0]), (0, 0)))
+            inner[name] = layer
+        return {**params, "params": inner}
+
+    def sequence(
+        self,
+        params: PyTree,
+        carry: jax.Array,
+        obs: jax.Array,
+        prev_action: jax.Array,
+        prev_reward: jax.Array,
+        first: jax.Array,
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """Time-major [T, B, ...] inputs -> (final carry, dist params [T, B, P], value [T, B])."""
+        if not self.recurrent:
+            dist, value = self.module.apply(params, obs)
+            return carry, dist, value
+        return self.module.apply(params, carry, obs, prev_action, prev_reward, first)  # type: ignore[no-any-return]
+
+    def step(
+        self,
+        params: PyTree,
+        carry: jax.Array,
+        obs: jax.Array,
+        prev_action: jax.Array,
+        prev_reward: jax.Array,
+        first: jax.Array,
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """One step for a batch [B, ...] -> (carry, dist params [B, P], value [B])."""
+        carry, dist, value = self.sequence(
+            params, carry, obs[None], prev_action[None], prev_reward[None], first[None]
+        )
+        return carry, dist[0], value[0]
