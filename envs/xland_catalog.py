@@ -136,7 +136,7 @@ def easy() -> Catalog:
         ),
         _STEP_COST,
     ]
-    return Catalog(prelude, tuple(feats), tuple(terms), required_terms=("goal",))
+    return Catalog(prelude, tuple(feats), tuple(terms), required_terms=("goal",), dense_terms=("approach_pyramid",))
 
 
 _PLACED = """\
@@ -176,7 +176,7 @@ def medium() -> Catalog:
         Term("bad_drop", _PLACED + "t_bad_drop = -placed * (1.0 - near(next_state.grid, fy, *ANCHOR))", 1.0),
         _STEP_COST,
     ]
-    return Catalog(prelude, tuple(feats), tuple(terms), required_terms=("goal",))
+    return Catalog(prelude, tuple(feats), tuple(terms), required_terms=("goal",), dense_terms=("approach_pyramid",))
 
 
 def hard() -> Catalog:
@@ -241,4 +241,4 @@ def hard() -> Catalog:
         Term("bad_drop", _PLACED + "t_bad_drop = -placed * (1.0 - near(next_state.grid, fy, *ANCHOR))", 3.0),
         _STEP_COST,
     ]
-    return Catalog(prelude, tuple(feats), tuple(terms), required_terms=("goal",))
+    return Catalog(prelude, tuple(feats), tuple(terms), required_terms=("goal",), dense_terms=("approach_target",))

@@ -41,6 +41,9 @@ class Catalog:
 
     required_terms: terms every program keeps (e.g. the goal bonus), so that no
         offspring loses the task's success signal.
+    dense_terms: terms that vary under random play; a from-scratch program draws one,
+        since a reward that pays only on success is constant on the checker's sample
+        of random-play transitions wherever random play rarely succeeds.
     seed_features / seed_terms: how many optional features / terms a from-scratch
         program draws (a first generation is deliberately small).
     """
@@ -49,6 +52,7 @@ class Catalog:
     features: tuple[Feature, ...]
     terms: tuple[Term, ...]
     required_terms: tuple[str, ...] = ()
+    dense_terms: tuple[str, ...] = ()
     seed_features: tuple[int, int] = (2, 4)
     seed_terms: tuple[int, int] = (0, 1)
 

@@ -60,7 +60,8 @@ class LLMConfig:
     "anthropic", "offline" or "replay" (answers from ``replay_from``'s cache)."""
 
     mutator: str = "auto"
-    model: str | None = None
+    # the newest Sonnet that accepts a sampling temperature (the paper samples at 0.7)
+    model: str | None = "claude-sonnet-4-6"
     temperature: float = 0.7
     max_cost_usd: float = 20.0
     replay_from: str | None = None

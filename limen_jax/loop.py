@@ -29,7 +29,7 @@ class Loop:
     # --- setup ------------------------------------------------------------------------
     def _setup(self) -> int:
         """Restore the checkpoint if there is one; returns the first iteration to run."""
-        from limen_jax.archive import Archive, ProgramStore
+        from limen_jax.archive import Archive, ArchiveConfig, GridSpec
 
         saved_cfg = self.rd.read_json("config.json")
         if saved_cfg is not None and saved_cfg != self.config.to_dict():
@@ -39,27 +39,29 @@ class Loop:
             )
         self.rd.write_json("config.json", self.config.to_dict())
         state = self.rd.read_json("state.json")
-        ac = self.config.archive
         if state is None:
-            self.store = ProgramStore()
-            self.archive = Archive(
-                num_islands=ac.islands, p_global=ac.p_global,
-                ast_bin_width=ac.ast_bin_width, num_ast_bins=ac.ast_bins,
-            )
+            ac = self.config.archive
+            self.archive = Archive(ArchiveConfig(
+                num_islands=ac.islands, migration_interval=ac.migration_interval, p_global=ac.p_global,
+                grid=GridSpec(ast_bin_width=ac.ast_bin_width, num_ast_bins=ac.ast_bins),
+            ))
             self.spend = 0.0
             self.rd.log("run_start", config=self.config.to_dict(), pid=os.getpid())
             return 0
-        self.store = ProgramStore.from_list(state["store"])
-        self.archive = Archive.from_json(state["archive"])
+        self.archive = Archive.from_dict(state["archive"])
         self.spend = float(state.get("spend_usd", 0.0))
         start = int(state["iteration"]) + 1
         self.rd.log("run_resume", from_iteration=start, pid=os.getpid())
         return start
 
-    def _build_mutator(self) -> Any:
-        from limen_jax.llm import make_mutator
+    @property
+    def store(self) -> Any:
+        return self.archive.store
 
-        return make_mutator(self.config.llm, self.task, cache_path=self.rd.cache_path)
+    def _build_mutator(self) -> Any:
+        from limen_jax.llm.factory import make_mutator
+
+        return make_mutator(self.config.llm, self.task, cache_path=self.rd.cache_path, spent_usd=self.spend)
 
     def _ppo_config(self) -> Any:
         from limen_jax.rl import PPOConfig
@@ -70,7 +72,7 @@ class Loop:
     # --- the loop ---------------------------------------------------------------------
     def run(self) -> Any:
         from limen_jax.evolve import RunResult
-        from limen_jax.llm import BudgetExceeded
+        from limen_jax.llm import BudgetExceeded, MutatorError
 
         start = self._setup()
         self.ppo = self._ppo_config()
@@ -89,6 +91,11 @@ class Loop:
                 self.rd.log("budget_stop", iteration=it, message=str(exc))
                 self._say(stopped)
                 break
+            except MutatorError as exc:
+                stopped = f"stopped: {type(exc).__name__}: {exc} (fix it, then --resume {self.rd.path})"
+                self.rd.log("mutator_stop", iteration=it, message=str(exc))
+                self._say(stopped)
+                break
         result = RunResult(self.rd.path, self.config, self.store, self.archive, stopped)
         self._write_outputs()
         self.rd.log("run_end", stopped=stopped, best=getattr(result.best, "id", None))
@@ -104,12 +111,9 @@ class Loop:
             n = (search.initial or search.candidates) if it == 0 else search.candidates
             children = [c for c in (self._propose(it, k, island, rng) for k in range(n)) if c is not None]
         self._train(it, children)
-        for record, _ in children:
-            if record.evaluated:
-                self.archive.insert(record)
-        if it > 0 and it % self.config.archive.migration_interval == 0:
-            self.archive.migrate()
-            self.rd.log("migrate", iteration=it)
+        migrations = self.archive.maybe_migrate(it)
+        if migrations:
+            self.rd.log("migrate", iteration=it, moves=[dataclasses.asdict(m) for m in migrations])
         self._checkpoint(it)
         self._report(it)
 
@@ -117,22 +121,23 @@ class Loop:
         """Ask the mutator for one child; validate it. Returns (record, interface) when
         trainable; rejected children are recorded and logged, never raised."""
         from limen_jax.archive import ProgramRecord, program_id
-        from limen_jax.llm import BudgetExceeded, MutationRequest, build_prompt
+        from limen_jax.llm import MutationRequest, MutatorError, build_prompt
         from limen_jax.program import ProgramError, compile_interface
 
         pid = program_id(it, k)
         parent = None
         if it > 0 and self.mode != "independent":
-            parent = self.archive.select_parent(rng, island, self.store)
-        others = self.archive.inspirations(rng, self.store, n=3, exclude=getattr(parent, "id", None)) if parent else []
-        system, user = build_prompt(
-            self.task, self.program_mode, parent=parent,
+            parent = self.archive.select_parent(rng, island)
+        others = self.archive.inspirations(3, parent) if parent else []
+        prompt = build_prompt(
+            self.task, self.program_mode, rng, parent=parent,
             top=self.store.top_k(3) if parent else [], diverse=others,
-            failures=self.store.recent_failures(3) if parent else [], rng=rng,
+            failures=self.store.recent_failures(3),
         )
+        system, user = prompt.system, prompt.user
         request = MutationRequest(
             system=system, user=user, task_name=self.task.name, mode=self.program_mode,
-            parent=parent, others=others, rng_seed=int(rng.integers(2**31 - 1)), key=f"{self.config.seed}:{pid}",
+            parent=parent, others=others, rng_seed=int(rng.integers(2**31 - 1)),
         )
         self.rd.log("prompt", id=pid, iteration=it, island=island, parent=getattr(parent, "id", None),
                     system=system, user=user)
@@ -140,9 +145,9 @@ class Loop:
                                parent_ids=[parent.id] if parent else [])
         try:
             response = self.mutator.propose(request)
-        except BudgetExceeded:
+        except MutatorError:  # budget cap, replay miss, missing key: stop (resumable)
             raise
-        except Exception as exc:  # a broken mutator answer never stops the run
+        except Exception as exc:  # any other mutator failure costs one candidate, not the run
             record.error = {"stage": "mutator", "message": f"{type(exc).__name__}: {exc}", "trace": ""}
             self._record(record)
             return None
@@ -160,7 +165,7 @@ class Loop:
         try:
             iface = compile_interface(response.text, self.task, mode=self.program_mode, name=pid)
         except ProgramError as exc:
-            record.code = exc.source or response.text
+            record.code = getattr(exc, "source", None) or response.text
             record.error = exc.to_dict()
             self._record(record)
             return None
@@ -218,17 +223,14 @@ class Loop:
 
     # --- bookkeeping ------------------------------------------------------------------
     def _record(self, record: Any) -> None:
-        if record.id not in self.store:
-            self.store.add(record)
+        """Store the record (and offer it to the grid when evaluated), then log it."""
+        elite = self.archive.add(record)
         if record.code:
             self.rd.write_program(record.id, record.code)
-        self.rd.log("score" if record.error is None else "reject", **_brief(record))
+        self.rd.log("score" if record.error is None else "reject", elite=elite, **_brief(record))
 
     def _checkpoint(self, it: int) -> None:
-        self.rd.write_json("state.json", {
-            "iteration": it, "store": self.store.to_list(), "archive": self.archive.to_json(),
-            "spend_usd": self.spend,
-        })
+        self.rd.write_json("state.json", {"iteration": it, "archive": self.archive.to_dict(), "spend_usd": self.spend})
         self._write_outputs()
 
     def _write_outputs(self) -> None:
@@ -248,8 +250,8 @@ class Loop:
         records = [r.to_dict() for r in self.store]
         if records:
             plot_progress(records, self.rd.path / "progress.png", title=f"{self.task.name} ({self.mode})")
-            plot_archive(self.archive.heatmap(), self.archive.obs_edges, self.archive.ast_edges,
-                         self.rd.path / "archive.png")
+            spec = self.archive.config.grid
+            plot_archive(self.archive.heatmap(), spec.obs_labels(), spec.ast_labels(), self.rd.path / "archive.png")
 
     def _report(self, it: int) -> None:
         recs = [r for r in self.store if r.iteration == it]

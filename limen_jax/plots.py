@@ -51,24 +51,20 @@ def plot_progress(records: Sequence[dict[str, Any]], path: str | Path | None = N
     return fig
 
 
-def plot_archive(fitness: np.ndarray, obs_edges: Sequence[int], ast_edges: Sequence[int],
+def plot_archive(heatmap: np.ndarray, obs_labels: Sequence[str], ast_labels: Sequence[str],
                  path: str | Path | None = None, title: str = "") -> Any:
     """Heatmap of the best fitness per cell over all islands.
 
-    fitness: (num_islands, num_obs_bins, num_ast_bins) float, -inf or nan where empty.
+    heatmap: (num_obs_bins, num_ast_bins) float, NaN where empty (Archive.heatmap()).
     """
     plt = _pyplot()
-    grid = np.asarray(fitness, dtype=np.float64)
-    grid = np.where(np.isfinite(grid), grid, np.nan)
-    best = np.nanmax(np.where(np.isnan(grid), -np.inf, grid), axis=0)
-    best = np.where(np.isfinite(best), best, np.nan)
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    im = ax.imshow(best.T, origin="lower", aspect="auto", vmin=0.0, vmax=1.0, cmap="viridis")
-    ax.set_xticks(range(len(obs_edges) - 1))
-    ax.set_xticklabels([f"{lo}-{hi - 1}" for lo, hi in zip(obs_edges[:-1], obs_edges[1:])], rotation=45,
-                       fontsize=7)
-    ax.set_yticks(range(len(ast_edges) - 1))
-    ax.set_yticklabels([f"{lo}-{hi - 1}" for lo, hi in zip(ast_edges[:-1], ast_edges[1:])], fontsize=7)
+    im = ax.imshow(np.asarray(heatmap, dtype=np.float64).T, origin="lower", aspect="auto", vmin=0.0, vmax=1.0,
+                   cmap="viridis")
+    ax.set_xticks(range(len(obs_labels)))
+    ax.set_xticklabels(obs_labels, rotation=45, fontsize=7)
+    ax.set_yticks(range(len(ast_labels)))
+    ax.set_yticklabels(ast_labels, fontsize=7)
     ax.set_xlabel("observation dimension")
     ax.set_ylabel("reward AST nodes")
     ax.set_title(title or "MAP-Elites archive (best success per cell)")

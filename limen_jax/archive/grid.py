@@ -95,8 +95,11 @@ class GridSpec:
         return [f"{i * w}-{(i + 1) * w - 1}" for i in range(n - 1)] + [f"{(n - 1) * w}+"]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"obs_edges": list(self.obs_edges), "ast_bin_width": self.ast_bin_width,
-                "num_ast_bins": self.num_ast_bins}
+        return {
+            "obs_edges": list(self.obs_edges),
+            "ast_bin_width": self.ast_bin_width,
+            "num_ast_bins": self.num_ast_bins,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GridSpec:
@@ -148,7 +151,7 @@ class Grid:
     @property
     def mask(self) -> np.ndarray:
         """(num_islands, num_obs_bins, num_ast_bins) bool, True where a cell holds an elite."""
-        return np.not_equal(self.ids, None)
+        return np.array([pid is not None for pid in self.ids.flat], bool).reshape(self.ids.shape)
 
     def occupied(self, island: int | None = None) -> list[tuple[int, int, int]]:
         """(island, obs_bin, ast_bin) of occupied cells in C order (island-major)."""
@@ -169,9 +172,16 @@ class Grid:
     def to_dict(self) -> dict[str, Any]:
         # -inf is not JSON; empty cells are None in both arrays. float(np.float32) is exact,
         # so float32(fitness) round-trips bit for bit.
-        fit = [[[None if self.ids[i, o, a] is None else float(self.fitness[i, o, a])
-                 for a in range(self.spec.num_ast_bins)] for o in range(self.spec.num_obs_bins)]
-               for i in range(self.num_islands)]
+        fit = [
+            [
+                [
+                    None if self.ids[i, o, a] is None else float(self.fitness[i, o, a])
+                    for a in range(self.spec.num_ast_bins)
+                ]
+                for o in range(self.spec.num_obs_bins)
+            ]
+            for i in range(self.num_islands)
+        ]
         return {"spec": self.spec.to_dict(), "fitness": fit, "ids": self.ids.tolist()}
 
     @classmethod

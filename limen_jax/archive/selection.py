@@ -57,8 +57,7 @@ def select_parent(
     return Selection(str(grid.ids[chosen]), i, (o, a), rule)  # type: ignore[arg-type]
 
 
-def inspirations(grid: Grid, n: int, exclude_cell: Cell | None = None,
-                 exclude_ids: tuple[str, ...] = ()) -> list[str]:
+def inspirations(grid: Grid, n: int, exclude_cell: Cell | None = None, exclude_ids: tuple[str, ...] = ()) -> list[str]:
     """Ids of the best programs from cells other than ``exclude_cell`` (the parent's), best first.
 
     For each (obs bin, AST bin) cell the best elite over all islands is taken, so the list

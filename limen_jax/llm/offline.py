@@ -77,6 +77,9 @@ class OfflineMutator:
         names = [f.name for f in cat.features]
         features = sorted(rng.choice(names, size=min(n_feat, len(names)), replace=False).tolist())
         terms = {name: cat.term(name).weight for name in cat.required_terms}
+        if cat.dense_terms:
+            name = str(rng.choice(cat.dense_terms))
+            terms[name] = cat.term(name).weight
         optional = [t.name for t in cat.terms if t.name not in terms]
         n_terms = int(rng.integers(cat.seed_terms[0], cat.seed_terms[1] + 1))
         for name in rng.choice(optional, size=min(n_terms, len(optional)), replace=False).tolist():
@@ -97,7 +100,10 @@ class OfflineMutator:
                 if name not in terms and rng.random() < 0.5:
                     terms[name] = weight
             ops.append("crossover")
-        for _ in range(int(rng.integers(1, self.max_ops + 1))):
+        n_ops = int(rng.integers(1, self.max_ops + 1))
+        while n_ops > 0 or (features == genome["features"] and terms == genome["terms"] and len(ops) < 8):
+            # an edit can undo another (add then remove): keep editing until the child differs
+            n_ops -= 1
             unused_f = [f.name for f in cat.features if f.name not in features]
             unused_t = [t.name for t in cat.terms if t.name not in terms]
             removable_t = [t for t in terms if t not in cat.required_terms]

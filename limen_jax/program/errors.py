@@ -82,7 +82,7 @@ def exception_summary(exc: BaseException) -> str:
     text = str(exc).strip()
     # JAX appends long tutorials and URLs after the first paragraph; keep the head.
     head = text.split("\n\n")[0]
-    lines = [ln for ln in head.splitlines() if ln.strip() and "jax.readthedocs" not in ln][:6]
+    lines = [ln for ln in head.splitlines() if ln.strip() and "https://" not in ln][:6]
     body = _clip(scrub_paths("\n".join(lines)), _MAX_EXC_CHARS)
     return f"{type(exc).__name__}: {body}" if body else type(exc).__name__
 
@@ -107,10 +107,28 @@ def program_trace(exc: BaseException, source: str) -> str:
     if isinstance(exc, SyntaxError) and exc.filename == PROGRAM_FILENAME and exc.lineno:
         code = lines[exc.lineno - 1].strip() if 0 < exc.lineno <= len(lines) else ""
         frames.append(f"line {exc.lineno}: {code}")
+    frames = _collapse_repeats(frames)
     summary = exception_summary(exc)
     # Keep the innermost frames: they say where it broke.
     keep = max(1, MAX_TRACE_LINES - len(summary.splitlines()))
     return "\n".join([*frames[-keep:], summary])
+
+
+def _collapse_repeats(lines: list[str]) -> list[str]:
+    """Runs of one line (deep recursion) become the line and ``(repeated N more times)``."""
+    out: list[str] = []
+    run = 0
+    for i, line in enumerate(lines):
+        if i and line == lines[i - 1]:
+            run += 1
+            continue
+        if run:
+            out.append(f"  (repeated {run} more times)")
+        out.append(line)
+        run = 0
+    if run:
+        out.append(f"  (repeated {run} more times)")
+    return out
 
 
 def _clip(text: str, limit: int) -> str:

@@ -9,7 +9,6 @@ take bare code.
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Sequence
 
@@ -21,8 +20,8 @@ _FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:^[ \t]*```[ \t]*
 _NON_PYTHON_TAGS = {"json", "text", "txt", "bash", "sh", "shell", "console", "yaml", "markdown", "md", "output"}
 # Lines that can start a Python program.
 _CODE_START = re.compile(r"^(import [\w.]+|from [\w.]+ import |def |@|[A-Za-z_][A-Za-z0-9_]*\s*(: [^=]+)?=[^=])")
-# Bare replies longer than this are not searched line by line for a parseable tail.
-_MAX_TRIM_LINES = 400
+# Statements that can start a top-level line (prose rarely starts with a lower-case keyword).
+_TOP_LEVEL = re.compile(r"^(if|for|while|with|try|class|else|elif|except|finally|return|pass|assert|raise)\b")
 
 
 def defined_functions(code: str) -> set[str]:
@@ -74,22 +73,17 @@ def _dedent(code: str) -> str:
 
 
 def _bare_code(text: str) -> str | None:
-    """Unfenced code: from the first line that looks like code; trailing prose trimmed."""
+    """Unfenced code: from the first line that looks like code, trailing prose dropped."""
     lines = text.split("\n")
     start = next((i for i, ln in enumerate(lines) if _CODE_START.match(ln)), None)
     if start is None:
         return None
     lines = lines[start:]
-    # Drop trailing prose one line at a time until the rest parses (bounded: the
-    # reply is untrusted and ast.parse is linear).
-    for end in range(len(lines), max(0, len(lines) - _MAX_TRIM_LINES), -1):
-        candidate = "\n".join(lines[:end]).strip("\n")
-        if not candidate:
-            break
-        try:
-            ast.parse(candidate)
-        except (SyntaxError, ValueError):
-            continue
-        return candidate + "\n"
-    # Nothing parses: hand the whole tail on so that the syntax stage reports the error.
+    while lines and not _looks_like_code(lines[-1]):
+        lines.pop()
+    # Prose between code lines stays: the syntax stage reports it with its line.
     return "\n".join(lines).strip("\n") + "\n"
+
+
+def _looks_like_code(line: str) -> bool:
+    return bool(line.strip()) and (line[0] in " \t#)]}" or bool(_CODE_START.match(line) or _TOP_LEVEL.match(line)))

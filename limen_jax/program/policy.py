@@ -13,8 +13,9 @@ tracing), and the one that produces precise, fixable messages:
 - no ``open``/``exec``/``eval``/``getattr``/``type``/... names, no string formatting
   (``.format``, f-strings: ``"{0.__class__}".format(x)`` reads attributes by name);
 - no classes, ``try``, ``with``, ``global``, generators, ``match``, decorators;
-- module level holds only imports, function definitions and constants, so nothing
-  expensive runs before the functions are traced under a time limit.
+- module-level code calls only cheap constructors (``jnp.array([...])``, ``math``,
+  small literal-sized ``jnp.arange``...), so no array work runs untraced, before the
+  size checks can see it.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ _MODULE_LEVEL_BUILTINS = frozenset(
     {
         "tuple", "list", "dict", "set", "frozenset", "float", "int", "bool", "abs", "min",
         "max", "round", "len", "range", "sum", "zip", "enumerate", "sorted", "reversed",
-        "pow", "divmod", "any", "all", "map", "filter",
+        "pow", "divmod", "any", "all", "map", "filter", "print", "isinstance",
     }
 )  # fmt: skip
 _JNP_CONVERSIONS = frozenset(
@@ -113,7 +114,14 @@ _JNP_CONVERSIONS = frozenset(
     }
 )  # fmt: skip
 _JNP_SIZED = frozenset({"arange", "zeros", "ones", "full", "eye", "identity", "linspace"})
-_ARRAY_METHODS = frozenset({"reshape", "astype", "ravel", "flatten", "transpose", "squeeze"})
+# Methods that cannot grow data: list/dict bookkeeping and array reshapes.
+_SAFE_METHODS = frozenset(
+    {
+        "append", "extend", "insert", "pop", "remove", "index", "count", "items", "keys", "values",
+        "get", "copy", "update", "setdefault", "reshape", "astype", "ravel", "flatten", "transpose",
+        "squeeze",
+    }
+)  # fmt: skip
 _MODULE_LEVEL_MAX_LITERAL_ELEMENTS = 2**16
 
 _FORBIDDEN_NODES: dict[type[ast.AST], str] = {
@@ -136,9 +144,9 @@ if hasattr(ast, "TryStar"):  # Python 3.11+
 
 
 def parse_program(source: str) -> ast.Module:
-    """Parse ``source``; raise ProgramError(stage="syntax") with the offending line."""
+    """Parse ``source``; ProgramError "syntax" (with the offending line), or "policy" when too long."""
     if len(source) > MAX_SOURCE_CHARS:
-        raise ProgramError("syntax", f"the program is {len(source)} characters long; keep it under {MAX_SOURCE_CHARS}.")
+        raise ProgramError("policy", f"the program is {len(source)} characters long; keep it under {MAX_SOURCE_CHARS}.")
     try:
         return ast.parse(source, filename="<interface>")
     except SyntaxError as exc:
@@ -170,9 +178,8 @@ def check_policy(source: str) -> ast.Module:
     if found:
         found.sort()
         lines = source.splitlines()
-        trace = "\n".join(
-            f"line {ln}: {lines[ln - 1].strip()}" if 0 < ln <= len(lines) else problem for ln, problem in found
-        )
+        shown = sorted({ln for ln, _ in found if 0 < ln <= len(lines)})
+        trace = "\n".join(f"line {ln}: {lines[ln - 1].strip()}" for ln in shown)
         message = "; ".join(f"line {ln}: {problem}" for ln, problem in found[:3])
         raise ProgramError("policy", message, trace)
     return tree
@@ -305,38 +312,19 @@ def _import_from_problem(node: ast.ImportFrom) -> str | None:
 
 
 def _module_level_violations(tree: ast.Module) -> Iterator[tuple[ast.AST, str]]:
-    """Module level may hold imports, defs, constants and docstrings; nothing that computes much."""
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Import | ast.ImportFrom | ast.Pass):
-            continue
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
-            continue  # docstring or a stray string
-        if isinstance(stmt, ast.FunctionDef):
-            defaults = [*stmt.args.defaults, *(d for d in stmt.args.kw_defaults if d is not None)]
-            for value in defaults:
-                yield from _static_expr_violations(value)
-            continue
-        if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
-            if stmt.value is not None:
-                yield from _static_expr_violations(stmt.value)
-            continue
-        yield (
-            stmt,
-            (
-                f"module level may only hold imports, constants and function definitions, not "
-                f"`{type(stmt).__name__.lower()}` statements; move this code into a function"
-            ),
-        )
+    """Calls that run at import time must be cheap: array work belongs in the functions.
 
-
-def _static_expr_violations(expr: ast.expr) -> Iterator[tuple[ast.AST, str]]:
-    """Calls in a module-level expression must be cheap conversions of literal data."""
-    stack: list[ast.AST] = [expr]
+    Module-level code runs eagerly, outside any trace, so a ``jnp.zeros((10**5, 10**5))``
+    there would allocate before a single check could look at it. Function bodies and
+    lambda bodies are skipped (they run traced and checked); defaults are not (they run
+    when the ``def`` does).
+    """
+    stack: list[ast.AST] = list(tree.body)
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.Lambda):
-            # The body runs later (traced, time-limited); its defaults run now.
-            stack.extend([*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)])
+        if isinstance(node, ast.FunctionDef | ast.Lambda):
+            args = node.args
+            stack.extend([*args.defaults, *(d for d in args.kw_defaults if d is not None)])
             continue
         if isinstance(node, ast.Call):
             problem = _module_level_call_problem(node)
@@ -353,7 +341,7 @@ def _module_level_call_problem(call: ast.Call) -> str | None:
         base = _dotted(func.value)
         if base == "math" or (func.attr in _JNP_CONVERSIONS and base in ("jnp", "jax.numpy")):
             return None
-        if func.attr in _ARRAY_METHODS:
+        if func.attr in _SAFE_METHODS:
             return None
         if func.attr in _JNP_SIZED and base in ("jnp", "jax.numpy"):
             size = _literal_size(call)
@@ -361,8 +349,8 @@ def _module_level_call_problem(call: ast.Call) -> str | None:
                 return None
     shown = ast.unparse(func) if len(ast.unparse(func)) < 60 else "this call"
     return (
-        f"module level may only define constants (literals, jnp.array([...]), math, small "
-        f"jnp.arange/zeros with literal sizes); `{shown}(...)` must be computed inside a function"
+        f"module-level code may only build small constants (literals, jnp.array([...]), math, "
+        f"jnp.arange/zeros with literal sizes); call `{shown}(...)` inside your functions instead"
     )
 
 

@@ -50,6 +50,10 @@ class PPOConfig:
     gru_hidden: int = 512
     gru_head_hidden: int = 256
     feed_prev_reward: bool = False  # off: it leaks the evolved reward into the observation
+    # Fresh episode starts drawn per rollout, as a multiple of num_envs, handed out in
+    # order to the envs whose episode ends (wrapping around if more end); 0 = reset
+    # every env at every step (exact, but resets dominate the cost of some simulators).
+    reset_pool: int = 2
     eval_episodes: int = 128
     eval_deterministic: bool = False  # False: sample actions, as the paper measures success
 
@@ -63,6 +67,8 @@ class PPOConfig:
         for name in ("num_envs", "rollout_len", "epochs", "minibatches", "eval_episodes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
+        if self.reset_pool < 0:
+            raise ValueError("reset_pool must be >= 0")
         split = self.num_envs if self.network == "gru" else self.num_envs * self.rollout_len
         if split % self.minibatches:
             unit = "num_envs" if self.network == "gru" else "num_envs * rollout_len"

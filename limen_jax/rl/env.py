@@ -137,9 +137,12 @@ class InterfaceEnv:
         zeros = jnp.zeros(keys.shape, jnp.int32)
         return EnvState(ts, self.iface.observe(ts.sim, keys.ndim - 1), zeros, zeros.astype(jnp.float32))
 
-    def step(self, state: EnvState, action: jax.Array, fresh: EnvState) -> tuple[EnvState, StepInfo]:
-        """One step with auto-reset. action: env actions [K, *B, ...]; ``fresh``: the
-        episode-start states that replace the environments whose episode ends here."""
+    def step(
+        self, state: EnvState, action: jax.Array, fresh: Callable[[jax.Array], tuple[EnvState, Any]]
+    ) -> tuple[EnvState, StepInfo, Any]:
+        """One step with auto-reset. action: env actions [K, *B, ...]. ``fresh(end)`` gives
+        the episode-start states (and any aux output, returned as is) that replace the
+        environments whose episode ends here (end: bool[K, *B])."""
         lead = state.t.ndim
         next_ts = vmap_lead(self.task.step, lead)(state.task, action)
         reward = self.iface.reward(state.task.sim, action, next_ts.sim, lead - 1)  # before any reset
@@ -160,7 +163,8 @@ class InterfaceEnv:
             episode_length=t,
             episode_success=jnp.asarray(next_ts.success, bool),
         )
-        return tree_where(end, fresh, stepped), info
+        starts, aux = fresh(end)
+        return tree_where(end, starts, stepped), info, aux
 
 
 # Resetting costs far more than stepping for some simulators (xminigrid's reset is ~12x
@@ -183,7 +187,7 @@ def take_fresh(pool: ResetPool, end: jax.Array) -> tuple[EnvState, ResetPool]:
     Env i, if it ends, gets pool entry next + (number of ending envs before i); envs
     that do not end get some entry that the caller discards.
     """
-    size = pool.next.shape[0] if pool.next.ndim else jax.tree.leaves(pool.states)[0].shape[0]
+    size = jax.tree.leaves(pool.states)[0].shape[0]
     order = jnp.cumsum(end.astype(jnp.int32)) - 1
     idx = (pool.next + jnp.maximum(order, 0)) % size
     fresh = jax.tree.map(lambda x: x[idx], pool.states)
@@ -213,7 +217,8 @@ def rollout(
         k_act, k_reset = jax.random.split(key)
         action = policy(k_act, state.obs[0])
         fresh = env.reset(jax.random.split(k_reset, num_envs)[None])
-        return env.step(state, action[None], fresh)
+        state, info, _ = env.step(state, action[None], lambda end: (fresh, None))
+        return state, info
 
     state, infos = jax.lax.scan(body, state, jax.random.split(k_run, num_steps))
     return jax.tree.map(lambda x: x[0], state), jax.tree.map(lambda x: x[:, 0], infos)

@@ -4,9 +4,9 @@ import json
 
 import numpy as np
 import pytest
+from archive_helpers import TINY, rec
 
 from limen_jax.archive import Archive, ArchiveConfig, ProgramRecord
-from tests.archive.conftest import TINY, rec
 
 
 def make_archive() -> Archive:

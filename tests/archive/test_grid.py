@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from archive_helpers import rec
 
 from limen_jax.archive import Grid, GridSpec, migrate, should_migrate
-from tests.archive.conftest import rec
 
 NEG = -np.inf
 
@@ -70,13 +70,15 @@ def test_insert_rejects_unscored_or_nonfinite(tiny):
 
 def test_migrate_moves_each_best_one_step_along_the_ring(tiny):
     g = Grid.empty(tiny, 2)
-    g.insert(0, rec("A", 0.9, obs_dim=10, ast=30))   # island 0, cell (0, 1): its best
-    g.insert(0, rec("B", 0.2, obs_dim=60, ast=0))    # island 0, cell (1, 0)
-    g.insert(1, rec("C", 0.5, obs_dim=10, ast=30))   # island 1, cell (0, 1): its best
+    g.insert(0, rec("A", 0.9, obs_dim=10, ast=30))  # island 0, cell (0, 1): its best
+    g.insert(0, rec("B", 0.2, obs_dim=60, ast=0))  # island 0, cell (1, 0)
+    g.insert(1, rec("C", 0.5, obs_dim=10, ast=30))  # island 1, cell (0, 1): its best
     moves = migrate(g)
     # A (0.9) beats C (0.5) on island 1; C (taken before the insert) loses to A on island 0.
     assert [(m.source, m.target, m.program_id, m.cell, m.inserted) for m in moves] == [
-        (0, 1, "A", (0, 1), True), (1, 0, "C", (0, 1), False)]
+        (0, 1, "A", (0, 1), True),
+        (1, 0, "C", (0, 1), False),
+    ]
     expected = np.full((2, 2, 2), NEG, np.float32)
     expected[0, 0, 1], expected[0, 1, 0], expected[1, 0, 1] = 0.9, 0.2, 0.9
     np.testing.assert_array_equal(g.fitness, expected)

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from archive_helpers import rec
 
 from limen_jax.archive import Grid, inspirations, select_parent, selection_weights
-from tests.archive.conftest import rec
 
 EPS = 1e-3
 
@@ -20,8 +20,9 @@ def grid(tiny):
 
 
 def test_weights_are_fitness_plus_epsilon():
-    np.testing.assert_allclose(selection_weights(np.array([0.0, 0.5, 0.25]), EPS),
-                               np.array([0.001, 0.501, 0.251]) / 0.753)
+    np.testing.assert_allclose(
+        selection_weights(np.array([0.0, 0.5, 0.25]), EPS), np.array([0.001, 0.501, 0.251]) / 0.753
+    )
     # negative fitness is shifted so the worst elite keeps weight epsilon
     np.testing.assert_allclose(selection_weights(np.array([-1.0, 0.0]), EPS), np.array([0.001, 1.001]) / 1.002)
 
@@ -29,8 +30,8 @@ def test_weights_are_fitness_plus_epsilon():
 def test_selection_frequencies_match_hand_computed_probabilities(grid):
     # Global pool in C order: a (isl 0), b (isl 0), c (isl 1); weights 0.001, 0.501, 0.251 over 0.753.
     g = np.array([0.001, 0.501, 0.251]) / 0.753
-    expect_island0 = 0.7 * g + 0.3 * np.array([0.5, 0.5, 0.0])   # island 0 holds a and b
-    expect_island1 = 0.7 * g + 0.3 * np.array([0.0, 0.0, 1.0])   # island 1 holds c
+    expect_island0 = 0.7 * g + 0.3 * np.array([0.5, 0.5, 0.0])  # island 0 holds a and b
+    expect_island1 = 0.7 * g + 0.3 * np.array([0.0, 0.0, 1.0])  # island 1 holds c
     n = 10_000
     for island, expect in ((0, expect_island0), (1, expect_island1)):
         rng = np.random.default_rng(123)
@@ -44,15 +45,22 @@ def test_first_draws_for_a_fixed_seed_are_exact(grid):
     # The documented draw order: u = random(); u < 0.7 -> choice(p) (one more random() against
     # the CDF); else integers(len(island cells)). Derive the first draw by hand from raw uniforms:
     raw = np.random.default_rng(0)
-    u1, v1 = raw.random(), raw.random()            # 0.637 < 0.7 -> global; 0.270 -> CDF bin 1
+    u1, v1 = raw.random(), raw.random()  # 0.637 < 0.7 -> global; 0.270 -> CDF bin 1
     cdf = np.cumsum([0.001, 0.501, 0.251]) / 0.753  # [0.0013, 0.6653, 1.0]
     assert u1 < 0.7 and "abc"[int(np.searchsorted(cdf, v1, side="right"))] == "b"
 
     rng = np.random.default_rng(0)
     got = [select_parent(grid, rng, 0, 0.7, EPS) for _ in range(8)]
     assert [(s.program_id, s.rule) for s in got] == [
-        ("b", "global"), ("b", "global"), ("b", "island"), ("c", "global"),
-        ("c", "global"), ("b", "island"), ("c", "global"), ("c", "global")]
+        ("b", "global"),
+        ("b", "global"),
+        ("b", "island"),
+        ("c", "global"),
+        ("c", "global"),
+        ("b", "island"),
+        ("c", "global"),
+        ("c", "global"),
+    ]
     assert (got[0].island, got[0].cell) == (0, (1, 1))
     assert (got[3].island, got[3].cell) == (1, (0, 1))
 

@@ -4,18 +4,28 @@ import json
 import math
 
 import pytest
+from archive_helpers import rec
 
 from limen_jax.archive import ProgramRecord, ProgramStore, program_id
-from tests.archive.conftest import rec
 
 
 def full_record() -> ProgramRecord:
     return ProgramRecord(
-        id="it0003-c01", code="def get_observation(state):\n    return state\n", iteration=3, island=2,
-        parent_ids=["it0001-c00", "it0002-c01"], obs_dim=17, reward_ast_size=42,
-        success_per_seed=[0.5, 0.75, 1.0], success=0.75, final_return=3.25,
+        id="it0003-c01",
+        code="def get_observation(state):\n    return state\n",
+        iteration=3,
+        island=2,
+        parent_ids=["it0001-c00", "it0002-c01"],
+        obs_dim=17,
+        reward_ast_size=42,
+        success_per_seed=[0.5, 0.75, 1.0],
+        success=0.75,
+        final_return=3.25,
         curves={"success": [0.0, 0.5, 0.75], "return": [0.1, 1.0, 3.25]},
-        feedback={"trend": "improving"}, error=None, stage="full", metadata={"mutator": "offline", "cost": 0.0},
+        feedback={"trend": "improving"},
+        error=None,
+        stage="full",
+        metadata={"mutator": "offline", "cost": 0.0},
     )
 
 

@@ -1,0 +1,84 @@
+"""Check an interface program: ``python -m limen_jax.check --task xland_easy my_interface.py``.
+
+Prints the verdict, the descriptors (observation dimension, reward AST size) and, when
+the program is rejected, the stage, the message and the program's trace.
+Exit status: 0 trainable, 1 rejected, 2 usage error (unknown task, unreadable file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from limen_jax.program import CheckReport
+
+# Heavy imports (jax, the task suite) wait until the arguments are known to be valid.
+
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m limen_jax.check",
+        description="Check whether an interface program (get_observation / compute_reward) can be trained.",
+    )
+    parser.add_argument("program", help="a .py file, or a text file holding an LLM reply with a ```python block")
+    parser.add_argument("--task", required=True, help="registered task name (e.g. xland_easy) or package.module:Class")
+    parser.add_argument("--mode", choices=("full", "obs_only", "reward_only"), default="full")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the checker; return the exit status."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse exits 2 on bad usage, 0 on --help
+        return int(exit_.code or 0)
+    path = pathlib.Path(args.program)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error: cannot read {path}: {exc.strerror if isinstance(exc, OSError) else exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    from limen_jax.task import make, registered_tasks
+
+    try:
+        task = make(args.task)
+    except (KeyError, ValueError, ImportError, AttributeError) as exc:
+        print(f"error: unknown task {args.task!r} ({exc}); known: {', '.join(registered_tasks())}", file=sys.stderr)
+        return EXIT_USAGE
+
+    from limen_jax.program import check_source
+
+    report = check_source(source, task, args.mode, name=path.stem)
+    if args.json:
+        print(json.dumps({"task": args.task, "program": str(path), "mode": args.mode, **report.to_dict()}))
+    else:
+        print(_text(report, args.task, str(path), args.mode))
+    return EXIT_OK if report.ok else EXIT_REJECTED
+
+
+def _text(report: CheckReport, task: str, program: str, mode: str) -> str:
+    lines = [
+        f"task: {task}    program: {program}    mode: {mode}",
+        f"verdict: {'TRAINABLE' if report.ok else 'REJECTED'}",
+        f"obs_dim: {report.obs_dim if report.obs_dim is not None else '-'}",
+        f"reward_ast_size: {report.reward_ast_size if report.reward_ast_size is not None else '-'}",
+        f"checked in {report.seconds:.1f} s",
+    ]
+    if report.error is not None:
+        lines += [f"stage: {report.error.stage}", f"message: {report.error.message}"]
+        if report.error.trace:
+            lines += ["trace:", *("  " + ln for ln in report.error.trace.splitlines())]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

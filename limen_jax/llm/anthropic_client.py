@@ -1,0 +1,381 @@
+"""Claude as a mutation operator, through the official ``anthropic`` SDK.
+
+What this adds to a bare SDK call:
+
+- retries we own (the SDK's are off, ``max_retries=0``) with exponential backoff, optional
+  jitter from a passed Generator, ``retry-after`` honoured, every retry logged and counted:
+  on 408/409/429/5xx (529 overloaded included), timeouts, dropped connections and
+  malformed response bodies;
+- token and dollar accounting per call and in total (:class:`Usage`), from a per-family
+  price table (:data:`PRICES_PER_MTOK`);
+- a budget cap: a call is refused with :class:`BudgetExceeded` *before* it is sent when its
+  worst case (estimated input + ``max_tokens`` output) could take the spend over the cap;
+- the API key from ``ANTHROPIC_API_KEY`` (a clear error when missing) and a base URL from
+  the argument or ``ANTHROPIC_BASE_URL`` (tests point it at a local fake server).
+
+Wrap it in :class:`~limen_jax.llm.replay.CachingMutator` (see :func:`anthropic_with_cache`)
+so every answer lands in the run's replay cache.
+
+Sampling: the paper used Claude Sonnet at temperature 0.7. Claude Sonnet 5 and later (and
+Opus 4.7+) reject a non-default temperature with HTTP 400, and SDK 2.x no longer has a
+``temperature`` argument; so the temperature is sent (as an extra body field) only to
+models that accept it. :data:`PAPER_MODEL` is the newest Sonnet that does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+import anthropic
+import numpy as np
+from anthropic.types import OutputConfigParam
+
+from limen_jax.llm.base import BudgetExceeded, MutationRequest, MutationResponse, MutatorError
+from limen_jax.llm.replay import CachingMutator, ResponseCache
+
+log = logging.getLogger(__name__)
+
+# The newest Sonnet the installed SDK (2.12) lists.
+DEFAULT_MODEL = "claude-sonnet-5-5"
+# The newest Sonnet that still takes a sampling temperature: the paper's setting (0.7).
+PAPER_MODEL = "claude-sonnet-4-6"
+
+# US dollars per million tokens (input, output) by model-id prefix; the longest prefix wins.
+# From Anthropic's published model pages; pass ``prices=`` for anything else.
+PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
+    "claude-fable-5": (10.0, 50.0),
+    "claude-opus-5-5": (4.0, 20.0),
+    "claude-opus-5": (5.0, 25.0),
+    "claude-opus-4-8": (5.0, 25.0),
+    "claude-opus-4-7": (5.0, 25.0),
+    "claude-opus-4-6": (5.0, 25.0),
+    "claude-opus-4-5": (5.0, 25.0),
+    "claude-opus-4": (15.0, 75.0),  # Opus 4 and 4.1
+    "claude-sonnet-5": (2.0, 10.0),  # Sonnet 5 and 5.5
+    "claude-sonnet-4": (3.0, 15.0),  # Sonnet 4, 4.5, 4.6
+    "claude-haiku-5-5": (0.10, 0.50),  # the band for prompts up to 100k tokens
+    "claude-haiku-4": (1.0, 5.0),
+}
+# Prompt-cache writes and reads are billed at these multiples of the input price. We do not
+# ask for prompt caching, but count it if a response reports it.
+CACHE_WRITE_FACTOR = 1.25
+CACHE_READ_FACTOR = 0.1
+# Model families that answer HTTP 400 to a non-default temperature.
+NO_TEMPERATURE_PREFIXES: tuple[str, ...] = (
+    "claude-sonnet-5",
+    "claude-opus-5",
+    "claude-opus-4-7",
+    "claude-opus-4-8",
+    "claude-fable",
+    "claude-mythos",
+    "claude-haiku-5",
+)
+# A pessimistic characters-per-token ratio for the pre-call budget estimate (English prose
+# runs ~4, code ~3): overestimating the input only makes the cap stop a little early.
+CHARS_PER_TOKEN_ESTIMATE = 3.0
+
+_RETRY_STATUSES = frozenset({408, 409, 429})
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+
+
+class MissingAPIKey(MutatorError):
+    """No API key was given and ``ANTHROPIC_API_KEY`` is not set."""
+
+
+class LLMRequestError(MutatorError):
+    """The API refused the request (bad key, unknown model, invalid parameters).
+
+    Not retried and fatal to the run: every later request would be refused the same way.
+    """
+
+
+def price_for(model: str) -> tuple[float, float]:
+    """(input, output) dollars per million tokens for ``model``, by longest matching prefix."""
+    matches = [p for p in PRICES_PER_MTOK if model.startswith(p)]
+    if not matches:
+        raise ValueError(f"no price known for model {model!r}; pass prices=(input, output) in $ per million tokens")
+    return PRICES_PER_MTOK[max(matches, key=len)]
+
+
+def accepts_temperature(model: str) -> bool:
+    return not model.startswith(NO_TEMPERATURE_PREFIXES)
+
+
+def call_cost(
+    prices: tuple[float, float],
+    input_tokens: int,
+    output_tokens: int,
+    cache_write_tokens: int = 0,
+    cache_read_tokens: int = 0,
+) -> float:
+    """Dollars for one call."""
+    p_in, p_out = prices
+    billed_in = input_tokens + CACHE_WRITE_FACTOR * cache_write_tokens + CACHE_READ_FACTOR * cache_read_tokens
+    return (billed_in * p_in + output_tokens * p_out) / 1e6
+
+
+@dataclasses.dataclass
+class Usage:
+    """Running totals over a mutator's life (what the progress display shows)."""
+
+    calls: int = 0
+    failed_calls: int = 0
+    retries: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class RetryPolicy:
+    """Attempt k (0-based) that fails transiently waits
+    ``min(max_delay, max(base_delay * 2**k, retry_after)) * (1 + jitter * u)``, u ~ U[0, 1)
+    from the mutator's Generator (u = 0 without one), then tries again, at most
+    ``max_retries`` times."""
+
+    max_retries: int = 6
+    base_delay: float = 1.0
+    max_delay: float = 60.0
+    jitter: float = 0.25
+
+
+def _retry_after(err: Exception) -> float:
+    response = getattr(err, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return max(0.0, float(value)) if value is not None else 0.0
+    except ValueError:
+        return 0.0  # an HTTP date: fall back to our own backoff
+
+
+def _is_transient(err: Exception) -> bool:
+    if isinstance(err, anthropic.APIStatusError):
+        return err.status_code in _RETRY_STATUSES or err.status_code >= 500
+    # timeouts and dropped connections; a body that is not valid JSON (a proxy's error page,
+    # a truncated stream) is as transient as a 5xx
+    return isinstance(err, anthropic.APIConnectionError | anthropic.APIResponseValidationError | json.JSONDecodeError)
+
+
+class AnthropicMutator:
+    """Proposes programs with Claude. Thread-safe: several candidates may be asked at once.
+
+    model: model id (default :data:`DEFAULT_MODEL`). temperature: sent only where the model
+    accepts one (see module docs). max_tokens: output cap per call (thinking included).
+    api_key / base_url: default to ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL``.
+    timeout: seconds per attempt. retry: :class:`RetryPolicy`. max_cost_usd: the budget
+    cap (None: no cap). prior_cost_usd: already spent by this run before (a resumed run),
+    counted against the cap. prices: (input, output) $ per million tokens, overriding the
+    table. effort: optional ``output_config.effort`` ("low" ... "max") for models that think
+    (thinking tokens count against ``max_tokens``). rng: jitter source for the backoff
+    (None: no jitter). sleep: injectable for tests.
+    """
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        temperature: float | None = 0.7,
+        max_tokens: int = 8192,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 300.0,
+        retry: RetryPolicy = RetryPolicy(),
+        max_cost_usd: float | None = None,
+        prior_cost_usd: float = 0.0,
+        prices: tuple[float, float] | None = None,
+        effort: Effort | None = None,
+        rng: np.random.Generator | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise MissingAPIKey(
+                "ANTHROPIC_API_KEY is not set: export it to use Claude, or run with --mutator offline "
+                "(no network) or --mutator replay (a recorded run)."
+            )
+        self.model = model
+        self.max_tokens = int(max_tokens)
+        self.prices = prices if prices is not None else price_for(model)
+        self.max_cost_usd = max_cost_usd
+        self.prior_cost_usd = float(prior_cost_usd)
+        self.effort = effort
+        self.retry = retry
+        self.timeout = timeout
+        self.temperature = temperature
+        self.sends_temperature = temperature is not None and accepts_temperature(model)
+        if temperature is not None and not self.sends_temperature:
+            log.warning(
+                "%s does not accept a sampling temperature; sampling at its default instead of %s "
+                "(use %s for the paper's setting)",
+                model,
+                temperature,
+                PAPER_MODEL,
+            )
+        self.usage = Usage()
+        self._rng = rng
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._reserved = 0.0
+        self._client = anthropic.Anthropic(
+            api_key=key,
+            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
+            timeout=timeout,
+            max_retries=0,  # retries are ours: counted, logged, tested
+        )
+
+    # --- budget ---------------------------------------------------------------------------
+    def estimate_max_cost(self, request: MutationRequest) -> float:
+        """Worst-case dollars for one call: estimated input tokens and a full ``max_tokens`` answer."""
+        input_tokens = math.ceil((len(request.system) + len(request.user)) / CHARS_PER_TOKEN_ESTIMATE)
+        return call_cost(self.prices, input_tokens, self.max_tokens)
+
+    @property
+    def spent_usd(self) -> float:
+        """Spend of the whole run: earlier sessions (``prior_cost_usd``) plus this one."""
+        return self.prior_cost_usd + self.usage.cost_usd
+
+    def _reserve(self, amount: float) -> None:
+        with self._lock:
+            if self.max_cost_usd is None:
+                return
+            committed = self.prior_cost_usd + self.usage.cost_usd + self._reserved
+            if committed + amount > self.max_cost_usd:
+                raise BudgetExceeded(
+                    f"LLM budget ${self.max_cost_usd:.2f} reached: spent ${self.spent_usd:.4f}"
+                    f" (+${self._reserved:.4f} in flight); the next call may cost up to ${amount:.4f}"
+                )
+            self._reserved += amount
+
+    def _settle(self, reserved: float, cost: float) -> None:
+        with self._lock:
+            if self.max_cost_usd is not None:
+                self._reserved = max(0.0, self._reserved - reserved)
+            self.usage.cost_usd += cost
+
+    # --- calls ----------------------------------------------------------------------------
+    def _delay(self, attempt: int, err: Exception) -> float:
+        p = self.retry
+        delay = min(p.max_delay, max(p.base_delay * 2.0**attempt, _retry_after(err)))
+        u = float(self._rng.random()) if self._rng is not None else 0.0
+        return delay * (1.0 + p.jitter * u)
+
+    def _create(self, request: MutationRequest) -> anthropic.types.Message:
+        extra = {"temperature": self.temperature} if self.sends_temperature else None
+        output_config: OutputConfigParam | anthropic.Omit = (
+            OutputConfigParam(effort=self.effort) if self.effort else anthropic.omit
+        )
+        return self._client.messages.create(
+            model=self.model,
+            max_tokens=self.max_tokens,
+            system=request.system,
+            messages=[{"role": "user", "content": request.user}],
+            output_config=output_config,
+            extra_body=extra,
+        )
+
+    def propose(self, request: MutationRequest) -> MutationResponse:
+        """One answer. Raises BudgetExceeded (cap) or LLMRequestError (refused request);
+        transient failures beyond the retry budget return a response with ``error`` set."""
+        reserved = self.estimate_max_cost(request)
+        self._reserve(reserved)
+        last: Exception | None = None
+        for attempt in range(self.retry.max_retries + 1):
+            try:
+                message = self._create(request)
+            except Exception as err:  # classified below; anything unexpected propagates
+                if not _is_transient(err):
+                    self._settle(reserved, 0.0)
+                    if isinstance(err, anthropic.APIStatusError):
+                        raise LLMRequestError(f"{self.model}: HTTP {err.status_code}: {err.message}") from err
+                    raise
+                last = err
+                if attempt == self.retry.max_retries:
+                    break
+                delay = self._delay(attempt, err)
+                with self._lock:
+                    self.usage.retries += 1
+                log.warning(
+                    "anthropic call failed (%s), retry %d/%d in %.2fs",
+                    _describe(err),
+                    attempt + 1,
+                    self.retry.max_retries,
+                    delay,
+                )
+                self._sleep(delay)
+                continue
+            return self._accept(message, reserved, attempt)
+
+        self._settle(reserved, 0.0)
+        with self._lock:
+            self.usage.failed_calls += 1
+        attempts = self.retry.max_retries + 1
+        log.error("anthropic call gave up after %d attempts: %s", attempts, _describe(last))
+        return MutationResponse(
+            text="",
+            model=self.model,
+            retries=self.retry.max_retries,
+            error=f"no answer after {attempts} attempts; last error: {_describe(last)}",
+        )
+
+    def _accept(self, message: anthropic.types.Message, reserved: float, retries: int) -> MutationResponse:
+        u = message.usage
+        write, read = u.cache_creation_input_tokens or 0, u.cache_read_input_tokens or 0
+        cost = call_cost(self.prices, u.input_tokens, u.output_tokens, write, read)
+        self._settle(reserved, cost)
+        with self._lock:
+            self.usage.calls += 1
+            self.usage.input_tokens += u.input_tokens
+            self.usage.output_tokens += u.output_tokens
+            total = self.usage.cost_usd
+        # Newer models may think first (adaptive thinking): keep only the text blocks.
+        text = "".join(getattr(b, "text", "") for b in message.content if b.type == "text")
+        log.info(
+            "anthropic %s: %d in / %d out tokens, $%.4f (total $%.4f)",
+            message.model,
+            u.input_tokens,
+            u.output_tokens,
+            cost,
+            total,
+        )
+        return MutationResponse(
+            text=text,
+            input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens,
+            cost_usd=cost,
+            model=message.model,
+            retries=retries,
+            metadata={
+                "stop_reason": message.stop_reason,
+                "message_id": message.id,
+                "cache_write_tokens": write,
+                "cache_read_tokens": read,
+                "blocks": [b.type for b in message.content],
+            },
+        )
+
+
+def _describe(err: Exception | None) -> str:
+    if isinstance(err, anthropic.APIStatusError):
+        return f"HTTP {err.status_code}"
+    if isinstance(err, anthropic.APITimeoutError):
+        return "timeout"
+    if isinstance(err, json.JSONDecodeError):
+        return "malformed response body"
+    return type(err).__name__ if err is not None else "unknown"
+
+
+def anthropic_with_cache(cache: ResponseCache | str | os.PathLike[str], **kwargs: Any) -> CachingMutator:
+    """An :class:`AnthropicMutator` (built from ``kwargs``) whose every answer is recorded in
+    ``cache`` (the run's ``llm_cache.jsonl`` or a :class:`ResponseCache`) and reused when the
+    same request comes again (a resumed run)."""
+    return CachingMutator(AnthropicMutator(**kwargs), cache)

@@ -1,0 +1,47 @@
+"""Choose and wire the mutator a run asks for (config.llm.mutator)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from limen_jax.llm.base import Mutator
+from limen_jax.llm.replay import CACHE_FILENAME, CachingMutator, ReplayMutator
+
+
+def make_mutator(llm: Any, task: Any, *, cache_path: str | os.PathLike[str], spent_usd: float = 0.0) -> Mutator:
+    """The run's mutator, always recording into ``cache_path``.
+
+    llm: a :class:`limen_jax.config.LLMConfig`. "auto" picks Anthropic when
+    ``ANTHROPIC_API_KEY`` is set and the offline mutator otherwise; "replay" answers from
+    ``llm.replay_from`` (a run directory or a cache file) and fails on a miss.
+    Answers already in this run's own cache are reused, so a resumed run pays nothing
+    twice. ``spent_usd`` is what the run already spent (a resumed run keeps its cap).
+    """
+    kind = llm.mutator
+    if kind == "auto":
+        kind = "anthropic" if os.environ.get("ANTHROPIC_API_KEY") else "offline"
+    if kind == "replay":
+        if not llm.replay_from:
+            raise ValueError("mutator 'replay' needs replay_from (a run directory or llm_cache.jsonl)")
+        source = Path(llm.replay_from)
+        return CachingMutator(ReplayMutator(source / CACHE_FILENAME if source.is_dir() else source), cache_path)
+    if kind == "offline":
+        from limen_jax.llm.offline import OfflineMutator
+
+        catalog = task.offline_catalog()
+        if catalog is None:
+            raise ValueError(f"task {task.name!r} has no offline catalog; use an LLM mutator (set ANTHROPIC_API_KEY)")
+        inner: Mutator = OfflineMutator(catalog)
+    elif kind == "anthropic":
+        from limen_jax.llm.anthropic_client import AnthropicMutator
+
+        kwargs: dict[str, Any] = {"temperature": llm.temperature, "max_cost_usd": llm.max_cost_usd,
+                                  "prior_cost_usd": spent_usd}
+        if llm.model:
+            kwargs["model"] = llm.model
+        inner = AnthropicMutator(**kwargs)
+    else:
+        raise ValueError(f"unknown mutator {kind!r}; expected auto, anthropic, offline or replay")
+    return CachingMutator(inner, cache_path)

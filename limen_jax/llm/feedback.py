@@ -1,0 +1,109 @@
+"""Training feedback for the prompt: learning-curve trend, per-seed spread, plateau.
+
+Pure functions of a :class:`~limen_jax.archive.store.ProgramRecord`'s curves and
+per-seed scores. The evolution loop may store the result in ``record.feedback``;
+:mod:`limen_jax.llm.prompts` uses that when present and computes it otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+from limen_jax.archive.store import ProgramRecord
+
+FEEDBACK_KEYS = ("trend", "per_seed", "plateau")
+# Curves described to the LLM, in this order, when present.
+PREFERRED_CURVES = ("success", "return")
+
+
+@dataclasses.dataclass(frozen=True)
+class FeedbackConfig:
+    """tail: fraction of training at the end that the plateau test looks at.
+    plateau_tol: a curve has plateaued when its change over the tail is at most this
+        fraction of its whole range. high_spread: per-seed standard deviation of success
+        above which seeds are called inconsistent."""
+
+    tail: float = 0.25
+    plateau_tol: float = 0.1
+    high_spread: float = 0.15
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _finite(curve: Sequence[float | None]) -> list[float]:
+    """The curve without gaps: trainers log NaN (or None in JSON) for updates in which no
+    episode ended, e.g. early in long-horizon tasks."""
+    return [float(x) for x in curve if x is not None and math.isfinite(x)]
+
+
+def _ends(curve: Sequence[float]) -> tuple[float, float]:
+    """Mean of the first and of the last 10 % of the curve (at least one point each)."""
+    k = max(1, len(curve) // 10)
+    return sum(curve[:k]) / k, sum(curve[-k:]) / k
+
+
+def curve_trend(name: str, curve: Sequence[float | None]) -> str:
+    """E.g. "success rose from 0.02 to 0.41 (peak 0.45)". Gaps (NaN, None) are skipped."""
+    curve = _finite(curve)
+    if len(curve) == 0:
+        return f"{name}: no data"
+    start, end = _ends(curve)
+    peak = max(curve)
+    span = peak - min(curve)
+    if span == 0:
+        return f"{name} stayed at {_fmt(start)} (no learning signal)"
+    verb = "rose" if end - start > 0.05 * span else "fell" if start - end > 0.05 * span else "stayed level"
+    if verb == "stayed level":
+        return f"{name} stayed level around {_fmt(end)} (peak {_fmt(peak)})"
+    return f"{name} {verb} from {_fmt(start)} to {_fmt(end)} (peak {_fmt(peak)})"
+
+
+def curve_plateau(name: str, curve: Sequence[float | None], config: FeedbackConfig = FeedbackConfig()) -> str:
+    """Whether the curve still moved during the last ``tail`` of training. Gaps are skipped."""
+    curve = _finite(curve)
+    if len(curve) < 4:
+        return f"{name}: too few points to tell"
+    span = max(curve) - min(curve)
+    i = min(len(curve) - 2, int(math.floor(len(curve) * (1.0 - config.tail))))
+    delta = curve[-1] - curve[i]
+    pct = int(round(100 * config.tail))
+    if delta == 0:
+        return f"{name} plateaued: no change over the last {pct}% of training"
+    if abs(delta) <= config.plateau_tol * span:
+        return f"{name} plateaued: it changed by {delta:+.3g} over the last {pct}% of training"
+    direction = "still rising" if delta > 0 else "declining"
+    return f"{name} {direction}: {delta:+.3g} over the last {pct}% of training"
+
+
+def seed_spread(success_per_seed: Sequence[float], config: FeedbackConfig = FeedbackConfig()) -> str:
+    """E.g. "0.20, 0.90, 0.55 (mean 0.55, std 0.29, range 0.70): inconsistent across seeds"."""
+    xs = [float(x) for x in success_per_seed]
+    if not xs:
+        return "not measured"
+    listed = ", ".join(f"{x:.2f}" for x in xs)
+    if len(xs) == 1:
+        return f"{listed} (a single seed)"
+    mean = sum(xs) / len(xs)
+    std = math.sqrt(sum((x - mean) ** 2 for x in xs) / len(xs))
+    text = f"{listed} (mean {mean:.2f}, std {std:.2f}, range {max(xs) - min(xs):.2f})"
+    if std > config.high_spread:
+        text += ": inconsistent across seeds; the interface learns on some seeds only"
+    return text
+
+
+def training_feedback(record: ProgramRecord, config: FeedbackConfig = FeedbackConfig()) -> dict[str, str] | None:
+    """{"trend", "per_seed", "plateau"} sentences for ``record``; None if it has no curves."""
+    curves = {n: _finite(c) for n, c in record.curves.items()}
+    names = [n for n in PREFERRED_CURVES if curves.get(n)]
+    names = names or sorted(n for n, c in curves.items() if c)[:2]
+    if not names:
+        return None
+    return {
+        "trend": "; ".join(curve_trend(n, curves[n]) for n in names),
+        "per_seed": seed_spread(record.success_per_seed, config),
+        "plateau": "; ".join(curve_plateau(n, curves[n], config) for n in names),
+    }

@@ -1,0 +1,394 @@
+"""Checks of a program's functions on real transitions, under jit and vmap, with limits.
+
+For each function (``get_observation(state)``, ``compute_reward(state, action,
+next_state)``), in order, each failure a :class:`ProgramError`:
+
+1. trace one transition with ``jax.make_jaxpr`` under a deadline (stage "trace" or
+   "timeout");
+2. walk the jaxpr before anything is compiled: no intermediate with more than
+   ``max_intermediate_elements`` elements, at most ``max_work_elements`` element
+   operations per state, no ``while`` loops ("allocation", "policy");
+3. output shape and dtype: observation float32[D], 1 <= D <= ``max_obs_dim``; reward
+   float32[] ("shape", "dtype");
+4. ``jit(vmap(.))`` over the sample: lowered under the trace deadline, compiled and run
+   in worker threads with their own time limits ("compile", "timeout");
+5. values: finite ("nonfinite"); the reward not constant over the sample ("constant").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from limen_jax.program.errors import PROGRAM_FILENAME, ProgramError, exception_summary, program_trace
+from limen_jax.program.sandbox import Deadline, MemoryLimit, deadline
+from limen_jax.task import Task, Transition
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Limits applied when checking a program.
+
+    max_obs_dim: most observation features.
+    exec_seconds: running the module body.
+    trace_seconds: tracing one function (per-state, then batched under jit/vmap).
+    compile_seconds: the XLA compile of the batched functions.
+    run_seconds: running the compiled functions on the sample.
+    max_intermediate_elements: largest array (elements) any operation may create, per state.
+    max_work_elements: element operations per state summed over the program (loops
+        multiplied out; a matmul counts out x contraction).
+    max_memory_mb: how much the host process may grow while the module body runs or a
+        function is traced (Python-level memory bombs; checked every 0.1 s, Linux).
+    sample_size: transitions (s, a, s') sampled from random rollouts to check on.
+    sample_seed: seed of that sample (fixed, so checks are reproducible).
+    """
+
+    max_obs_dim: int = 512
+    exec_seconds: float = 5.0
+    trace_seconds: float = 20.0
+    compile_seconds: float = 60.0
+    run_seconds: float = 30.0
+    max_intermediate_elements: int = 2**24
+    max_work_elements: int = 2**28
+    max_memory_mb: int = 2048
+    sample_size: int = 64
+    sample_seed: int = 0
+
+    @property
+    def max_memory_bytes(self) -> int:
+        return self.max_memory_mb << 20
+
+
+# Sampling compiles the task's rollout (tens of seconds on a CPU), so samples are kept per
+# (task class, task parameters, size, seed): a task is a pure function of those.
+_SAMPLES: dict[tuple[Any, ...], Transition] = {}
+_SAMPLES_LOCK = threading.Lock()
+
+
+def sample_for(task: Task, size: int = 64, seed: int = 0) -> Transition:
+    """``size`` real transitions of ``task`` (random-action rollouts), cached."""
+    key = (type(task), tuple(sorted(task.params.items())), size, seed)
+    with _SAMPLES_LOCK:
+        if key not in _SAMPLES:
+            sample = jax.jit(task.sample_transitions, static_argnums=1)(jax.random.key(seed), size)
+            _SAMPLES[key] = jax.block_until_ready(sample)
+        return _SAMPLES[key]
+
+
+@dataclasses.dataclass(frozen=True)
+class Checked:
+    """What the checks learned: obs_dim (None when only the reward was checked)."""
+
+    obs_dim: int | None
+
+
+def check_functions(
+    source: str,
+    sample: Transition,
+    limits: Limits,
+    observe: Callable[[Any], Any] | None = None,
+    reward: Callable[[Any, Any, Any], Any] | None = None,
+) -> Checked:
+    """Run checks 1-5 on whichever of ``observe`` / ``reward`` is given; raise ProgramError."""
+    one = jax.tree.map(lambda x: x[0], sample)
+    obs_dim = None
+    if observe is not None:
+        out = _trace_checked(source, "get_observation", observe, (one.sim,), limits)
+        obs_dim = _check_observation_aval(out, limits)
+    if reward is not None:
+        out = _trace_checked(source, "compute_reward", reward, (one.sim, one.action, one.next_sim), limits)
+        _check_reward_aval(out)
+
+    def batched(tr: Transition) -> dict[str, jax.Array]:
+        outs = {}
+        if observe is not None:
+            outs["obs"] = jax.vmap(observe)(tr.sim)
+        if reward is not None:
+            outs["reward"] = jax.vmap(reward)(tr.sim, tr.action, tr.next_sim)
+        return outs
+
+    values = _compile_and_run(source, batched, sample, limits)
+    if "obs" in values:
+        _check_finite(values["obs"], "get_observation", "sampled states")
+    if "reward" in values:
+        _check_finite(values["reward"], "compute_reward", "sampled transitions")
+        _check_not_constant(values["reward"])
+    return Checked(obs_dim=obs_dim)
+
+
+# --- 1. tracing -----------------------------------------------------------------------
+
+
+def _trace_checked(
+    source: str, name: str, fn: Callable[..., Any], args: tuple[Any, ...], limits: Limits
+) -> jax.ShapeDtypeStruct:
+    """Trace ``fn(*args)`` to a jaxpr within the deadline; check its cost; return its output aval."""
+    try:
+        with deadline(limits.trace_seconds, limits.max_memory_bytes):
+            closed, out = jax.make_jaxpr(fn, return_shape=True)(*args)
+    except BaseException as exc:  # noqa: BLE001 - every failure is the program's, mapped to a stage
+        raise trace_error(exc, source, name, limits.trace_seconds) from None
+    _check_cost(closed, name, limits)
+    if not isinstance(out, jax.ShapeDtypeStruct):
+        kind = "None (missing `return`?)" if out is None else f"a {type(out).__name__}"
+        fix = "jnp.concatenate([...])" if name == "get_observation" else "a single jnp scalar"
+        raise ProgramError("shape", f"`{name}` must return one jnp array, but returned {kind}; combine with {fix}.")
+    return out
+
+
+_CONTROL_FLOW_HINT = (
+    "Python control flow (`if`, `while`, `and`/`or`, `int()`, `float()`, `bool()`) cannot "
+    "depend on traced array values; use jnp.where(cond, a, b), jax.lax.select or "
+    "jax.lax.cond, and jnp.logical_and/or."
+)
+
+
+def trace_error(exc: BaseException, source: str, name: str, seconds: float) -> ProgramError:
+    """Map an exception raised while tracing ``name`` to a ProgramError (re-raises interrupts)."""
+    if isinstance(exc, Deadline):
+        return ProgramError(
+            "timeout",
+            f"tracing `{name}` took longer than {seconds:g} s: an endless Python loop, or a Python "
+            "loop over many items (vectorise it with jnp operations).",
+            program_trace(exc, source),
+        )
+    if isinstance(exc, ProgramError):
+        return ProgramError(exc.stage, exc.message, exc.trace or program_trace(exc, source))
+    if isinstance(exc, KeyboardInterrupt | SystemExit | GeneratorExit):
+        raise exc
+    trace = program_trace(exc, source)
+    if isinstance(exc, MemoryError | MemoryLimit):
+        return ProgramError("allocation", f"`{name}` used too much memory while being traced.", trace)
+    errors = jax.errors
+    if isinstance(
+        exc,
+        errors.TracerBoolConversionError
+        | errors.ConcretizationTypeError
+        | errors.TracerIntegerConversionError
+        | errors.TracerArrayConversionError,
+    ):
+        return ProgramError("trace", f"`{name}` failed under jit: {_CONTROL_FLOW_HINT}", trace)
+    hint = ""
+    if isinstance(exc, NameError):
+        hint = (
+            " Only jax, jnp (jax.numpy), math, your own definitions and basic builtins (abs, min, "
+            "max, range, len, sum, zip, enumerate, float, int, ...) are available."
+        )
+    elif isinstance(exc, RecursionError):
+        hint = " Recursion too deep: avoid recursive calls."
+    elif isinstance(exc, AttributeError):
+        hint = " Check the state's field names in the task description."
+    return ProgramError("trace", f"`{name}` raised {exception_summary(exc)}.{hint}", trace)
+
+
+# --- 2. cost of the jaxpr -------------------------------------------------------------
+
+
+def _check_cost(closed: Any, name: str, limits: Limits) -> None:
+    for const in closed.consts:
+        size = int(np.size(const))
+        if size > limits.max_intermediate_elements:
+            raise ProgramError(
+                "allocation",
+                f"`{name}` captures a constant array of {size:,} elements "
+                f"(limit {limits.max_intermediate_elements:,}); build small constants only.",
+            )
+    work = _walk(closed.jaxpr, 1, name, limits)
+    if work > limits.max_work_elements:
+        raise ProgramError(
+            "allocation",
+            f"`{name}` is too expensive: about {work:,.0f} element operations per state "
+            f"(limit {limits.max_work_elements:,}); avoid large loops, big matrices and "
+            "whole-grid pairwise computations.",
+        )
+
+
+def _walk(jaxpr: Any, multiplier: float, name: str, limits: Limits) -> float:
+    """Work of ``jaxpr`` (element operations), checking every intermediate's size."""
+    work = 0.0
+    for eqn in jaxpr.eqns:
+        prim = eqn.primitive.name
+        if prim == "while":
+            raise ProgramError(
+                "policy",
+                f"{_where(eqn)}`{name}` contains a while loop (jax.lax.while_loop, or fori_loop with "
+                "non-constant bounds): loops must have a static trip count; use Python-int bounds "
+                "in jax.lax.fori_loop, or vectorise.",
+            )
+        outs = [_size(v) for v in eqn.outvars]
+        for v, size in zip(eqn.outvars, outs, strict=True):
+            if size > limits.max_intermediate_elements:
+                shape = tuple(getattr(v.aval, "shape", ()))
+                raise ProgramError(
+                    "allocation",
+                    f"{_where(eqn)}`{name}` creates an array of shape {shape} ({size:,} elements; "
+                    f"limit {limits.max_intermediate_elements:,} per state). Work on small arrays: "
+                    "the grid, local views, a few positions.",
+                )
+        cost = max(sum(outs), sum(_size(v) for v in eqn.invars))
+        if prim == "dot_general":
+            (contract, _), _ = eqn.params["dimension_numbers"]
+            lhs_shape = eqn.invars[0].aval.shape
+            cost = sum(outs) * math.prod(lhs_shape[i] for i in contract)
+        work += multiplier * cost
+        inner = multiplier * (eqn.params["length"] if prim == "scan" else 1)
+        for sub in _sub_jaxprs(eqn.params):
+            work += _walk(sub, inner, name, limits)
+    return work
+
+
+def _sub_jaxprs(params: dict[str, Any]) -> list[Any]:
+    found = []
+    for value in params.values():
+        for item in value if isinstance(value, tuple | list) else (value,):
+            inner = getattr(item, "jaxpr", item)  # ClosedJaxpr -> Jaxpr
+            if hasattr(inner, "eqns"):
+                found.append(inner)
+    return found
+
+
+def _size(var: Any) -> int:
+    shape = getattr(getattr(var, "aval", None), "shape", None)
+    return math.prod(shape) if shape is not None else 0
+
+
+def _where(eqn: Any) -> str:
+    """``"line N: "`` of the program line that produced ``eqn``, when known."""
+    try:
+        frames = eqn.source_info.traceback.frames
+        lines = [f.line_num for f in frames if f.file_name == PROGRAM_FILENAME]
+    except AttributeError:  # the traceback API is not public; messages degrade gracefully
+        return ""
+    return f"line {lines[0]}: " if lines else ""
+
+
+# --- 3. output shapes -----------------------------------------------------------------
+
+
+def _check_observation_aval(out: jax.ShapeDtypeStruct, limits: Limits) -> int:
+    shape = tuple(out.shape)
+    if len(shape) == 0:
+        raise ProgramError(
+            "shape", "`get_observation` returned a scalar; return a 1-D array of features, e.g. jnp.array([x])."
+        )
+    if len(shape) != 1:
+        raise ProgramError(
+            "shape",
+            f"`get_observation` returned shape {shape}; it must be 1-D (num_features,): flatten "
+            "multi-dimensional parts with .reshape(-1) and join them with jnp.concatenate.",
+        )
+    dim = shape[0]
+    if not 1 <= dim <= limits.max_obs_dim:
+        raise ProgramError(
+            "shape",
+            f"`get_observation` returned {dim} features; it must return between 1 and "
+            f"{limits.max_obs_dim}: keep the informative features (positions, relative offsets, "
+            "a small local view) instead of the whole state.",
+        )
+    if out.dtype != jnp.float32:
+        raise ProgramError(
+            "dtype",
+            f"`get_observation` returned dtype {out.dtype}; it must be float32: end with .astype(jnp.float32).",
+        )
+    return int(dim)
+
+
+def _check_reward_aval(out: jax.ShapeDtypeStruct) -> None:
+    shape = tuple(out.shape)
+    if shape != ():
+        fix = "index it with r[0]" if math.prod(shape) == 1 else "reduce it with jnp.sum(...)"
+        raise ProgramError(
+            "shape", f"`compute_reward` returned shape {shape}; it must return a scalar (shape ()): {fix}."
+        )
+    if out.dtype != jnp.float32:
+        raise ProgramError(
+            "dtype",
+            f"`compute_reward` returned dtype {out.dtype}; it must be float32: wrap it as "
+            "jnp.asarray(r, jnp.float32) or use .astype(jnp.float32).",
+        )
+
+
+# --- 4. compile and run ---------------------------------------------------------------
+
+
+def _compile_and_run(
+    source: str, batched: Callable[[Transition], dict[str, jax.Array]], sample: Transition, limits: Limits
+) -> dict[str, np.ndarray]:
+    try:
+        with deadline(limits.trace_seconds, limits.max_memory_bytes):
+            lowered = jax.jit(batched).lower(sample)
+    except BaseException as exc:  # noqa: BLE001 - mapped to a stage
+        err = trace_error(exc, source, "the program under jax.vmap", limits.trace_seconds)
+        raise err from None
+    compiled = run_with_timeout(lowered.compile, limits.compile_seconds, "compiling the program")
+    outs = run_with_timeout(
+        lambda: jax.device_get(compiled(sample)), limits.run_seconds, "running the compiled program"
+    )
+    return {k: np.asarray(v) for k, v in outs.items()}
+
+
+def run_with_timeout(fn: Callable[[], Any], seconds: float, what: str) -> Any:
+    """``fn()`` in a daemon thread; ProgramError "timeout" if it is not done in ``seconds``.
+
+    XLA compiles and runs in C++, where no signal can interrupt it; a worker that times
+    out is abandoned (it finishes in the background) and the host goes on.
+    """
+    result: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            result["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            result["error"] = exc
+
+    worker = threading.Thread(target=target, name=f"limen-{what}", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise ProgramError("timeout", f"{what} took longer than {seconds:g} s; simplify the program.")
+    if "error" in result:
+        exc = result["error"]
+        if isinstance(exc, ProgramError):
+            raise exc
+        raise ProgramError("compile", f"{what} failed: {exception_summary(exc)}")
+    return result["value"]
+
+
+# --- 5. values ------------------------------------------------------------------------
+
+
+def _check_finite(values: np.ndarray, name: str, what: str) -> None:
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return
+    rows = bad.reshape(len(bad), -1).any(axis=1)
+    detail = ""
+    if values.ndim == 2:
+        features = np.flatnonzero(bad.any(axis=0))[:8].tolist()
+        detail = f" (feature indices {features})"
+    kinds = " and ".join(k for k, m in (("NaN", np.isnan(values)), ("inf", np.isinf(values))) if m.any())
+    raise ProgramError(
+        "nonfinite",
+        f"`{name}` returned {kinds} on {int(rows.sum())} of {len(rows)} {what}{detail}: guard "
+        "divisions (x / jnp.maximum(d, 1e-6)), logs and square roots of values that can be 0 "
+        "or negative (e.g. distances to objects that are absent).",
+    )
+
+
+def _check_not_constant(rewards: np.ndarray) -> None:
+    if np.ptp(rewards) > 0:
+        return
+    raise ProgramError(
+        "constant",
+        f"`compute_reward` returned the same value ({float(rewards[0]):g}) on all {len(rewards)} "
+        "sampled transitions (random-action rollouts): a reward that never varies gives no "
+        "learning signal. Add dense terms that change from step to step, e.g. potential-based "
+        "shaping on the distance to the next subgoal.",
+    )
