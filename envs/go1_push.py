@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
-from limen_envs.mujoco_common import MjxSim, quat_to_yaw, sensor_slice, use_offline_menagerie
+from limen_envs.mujoco_common import MjxSim, patch_mjx_tree_scan, quat_to_yaw, sensor_slice, use_offline_menagerie
 from mujoco import mjx
 
 from limen_jax.task import Box, Task, TaskState
@@ -122,6 +122,7 @@ class Go1Push(Task):
 
     def __init__(self, **params: float) -> None:
         super().__init__(**params)
+        patch_mjx_tree_scan()
         self._interval = int(round(self.params["push_interval"]))
         if self._interval <= PUSH_DURATION:
             raise ValueError(f"push_interval must exceed the push duration {PUSH_DURATION}")

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import mujoco
 from mujoco import mjx
 
-from limen_envs.mujoco_common import ASSETS_DIR, MjxSim, use_offline_menagerie
+from limen_envs.mujoco_common import ASSETS_DIR, MjxSim, patch_mjx_tree_scan
 from limen_jax.task import Box, Task, TaskState
 
 CTRL_DT = 0.02
@@ -113,6 +113,7 @@ class PandaTrack(Task):
 
     def __init__(self, **params: float) -> None:
         super().__init__(**params)
+        patch_mjx_tree_scan()
         self._speed = float(self.params["traj_speed"])
         self._radius = float(self.params["radius"])
         self.mj_model = _load_panda()
@@ -252,11 +253,7 @@ class PandaTrack(Task):
 
 
 def _load_panda() -> mujoco.MjModel:
-    """The arm-only Panda scene (menagerie model, contacts disabled, mocap target)."""
-    use_offline_menagerie()
-    from mujoco_playground._src.manipulation.franka_emika_panda import panda
-
-    xml = (ASSETS_DIR / "panda_track.xml").read_text()
-    m = mujoco.MjModel.from_xml_string(xml, assets=panda.get_assets())
+    """The arm-only Panda scene (menagerie dynamics, primitive geoms, no contacts, mocap target)."""
+    m = mujoco.MjModel.from_xml_path(str(ASSETS_DIR / "panda_track.xml"))
     m.opt.timestep = SIM_DT
     return m

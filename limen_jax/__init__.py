@@ -3,8 +3,9 @@
 Importing this package is cheap; the heavy parts load on first use.
 """
 
+from typing import Any
+
 from limen_jax.config import EvolveConfig
-from limen_jax.evolve import RunResult, evolve, resume  # rebinds `evolve` from the module to the function
 from limen_jax.interface import Interface, default_interface
 from limen_jax.task import Box, Discrete, Task, TaskState, Transition, make, register, registered_tasks
 
@@ -25,3 +26,18 @@ __all__ = [
     "resume",
 ]
 __version__ = "0.1.0"
+
+# Loaded on first use: `python -m limen_jax.evolve` must not find its module imported
+# by the package already, and `lj.evolve(...)` calls the (callable) module.
+_LAZY = {"evolve": ("limen_jax.evolve", None), "resume": ("limen_jax.evolve", "resume"),
+         "RunResult": ("limen_jax.evolve", "RunResult")}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        mod = importlib.import_module(module)
+        return mod if attr is None else getattr(mod, attr)
+    raise AttributeError(f"module 'limen_jax' has no attribute {name!r}")

@@ -31,6 +31,10 @@ class SearchConfig:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        from limen_jax.search import STRATEGIES
+
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {sorted(STRATEGIES)}, got {self.strategy!r}")
         if self.candidates < 1 or self.seeds < 1 or self.iterations < 0:
             raise ValueError("candidates and seeds must be >= 1 and iterations >= 0")
 
@@ -96,7 +100,7 @@ class EvolveConfig:
                 task=task,
                 preset=preset,
                 search=SearchConfig(iterations=iters, candidates=cands, seeds=2),
-                cascade=CascadeConfig(short, full, 0.05 if task.startswith("xland") else 0.0),
+                cascade=CascadeConfig(short, full, _PAPER_BUDGETS.get(task, (0, 0, 0.0))[2]),
             )
         else:
             raise ValueError(f"unknown preset {preset!r}; expected cpu or paper")

@@ -16,6 +16,7 @@ import json
 import os
 import sys
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--candidates", type=int, help="children per iteration, trained together")
     p.add_argument("--seeds", type=int, help="seeds of the full training run")
     p.add_argument("--mode", choices=["full", "obs_only", "reward_only", "sparse", "independent"])
+    p.add_argument("--strategy", choices=["map_elites", "greedy", "independent"],
+                   help="parent selection (default map_elites)")
     p.add_argument("--mutator", choices=["auto", "anthropic", "offline", "replay"],
                    help="auto: anthropic if ANTHROPIC_API_KEY is set, else offline")
     p.add_argument("--model", help="LLM model id (anthropic)")
@@ -149,7 +152,8 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
     if args.config:
         over = _deep_merge(over, json.loads(Path(args.config).read_text()))
     search = {k: v for k, v in (("iterations", args.iterations), ("candidates", args.candidates),
-                                ("seeds", args.seeds), ("mode", args.mode)) if v is not None}
+                                ("seeds", args.seeds), ("mode", args.mode), ("strategy", args.strategy))
+              if v is not None}
     cascade = {k: v for k, v in (("short_steps", args.short_steps), ("full_steps", args.full_steps))
                if v is not None}
     llm = {k: v for k, v in (("mutator", args.mutator), ("model", args.model), ("max_cost_usd", args.max_cost),
@@ -187,5 +191,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+class _CallableModule(types.ModuleType):
+    """``limen_jax.evolve`` is this module and, called, the :func:`evolve` function."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> RunResult:
+        return evolve(*args, **kwargs)
+
+
 if __name__ == "__main__":
     sys.exit(main())
+else:
+    sys.modules[__name__].__class__ = _CallableModule

@@ -11,6 +11,7 @@ import numpy as np
 
 from limen_jax.config import EvolveConfig
 from limen_jax.rundir import RunDir, write_text_atomic
+from limen_jax.search import parent_picker
 
 
 class Loop:
@@ -23,6 +24,7 @@ class Loop:
         self.task = make(config.task)
         self.mode = config.search.mode
         self.program_mode = "full" if self.mode in ("independent", "sparse") else self.mode
+        self.pick_parent = parent_picker("independent" if self.mode == "independent" else config.search.strategy)
         self._mutator = mutator
         self.t0 = time.time()
 
@@ -67,7 +69,8 @@ class Loop:
         from limen_jax.rl import PPOConfig
 
         base = PPOConfig.preset(self.task.name, self.config.preset)
-        return dataclasses.replace(base, **self.config.ppo) if self.config.ppo else base
+        over = {k: tuple(v) if isinstance(v, list) else v for k, v in self.config.ppo.items()}
+        return base.replace(**over)
 
     # --- the loop ---------------------------------------------------------------------
     def run(self) -> Any:
@@ -126,8 +129,8 @@ class Loop:
 
         pid = program_id(it, k)
         parent = None
-        if it > 0 and self.mode != "independent":
-            parent = self.archive.select_parent(rng, island)
+        if it > 0:
+            parent = self.pick_parent(self.archive, rng, island)
         others = self.archive.inspirations(3, parent) if parent else []
         prompt = build_prompt(
             self.task, self.program_mode, rng, parent=parent,
@@ -194,7 +197,8 @@ class Loop:
         c = self.config.cascade
         seeds = [self.config.seed * 1000 + s for s in range(self.config.search.seeds)]
         ifaces = [iface for _, iface in children]
-        kwargs = dict(config=self.ppo, short_steps=c.short_steps, full_steps=c.full_steps,
+        short = c.short_steps if c.short_steps > 0 else c.full_steps  # 0: no cascade, one stage
+        kwargs = dict(config=self.ppo, short_steps=short, full_steps=c.full_steps,
                       seeds=seeds, threshold=c.threshold)
         t = time.time()
         try:

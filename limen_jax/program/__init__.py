@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -31,13 +32,14 @@ import jax.numpy as jnp
 from limen_jax.interface import Interface, default_interface, mix
 from limen_jax.program.checks import Limits, check_functions, sample_for
 from limen_jax.program.descriptors import reward_ast_size
-from limen_jax.program.errors import STAGES, ProgramError
+from limen_jax.program.errors import STAGES, ProgramError, exception_summary
 from limen_jax.program.extract import extract_code
 from limen_jax.program.policy import check_policy
 from limen_jax.program.sandbox import exec_program, program_function
 from limen_jax.task import Task, Transition
 
 __all__ = [
+    "MODES",
     "STAGES",
     "CheckReport",
     "Limits",
@@ -71,7 +73,7 @@ def compile_interface(
     task: the task whose simulator state the program reads.
     mode: "full", "obs_only" or "reward_only" (see the module docstring).
     sample: transitions to check on (default: ``limits.sample_size`` random-rollout
-        transitions of ``task``, cached per task object).
+        transitions of ``task``, cached per task class and parameters).
 
     The returned ``observe(sim) -> float32[obs_dim]`` and ``reward(sim, action, next_sim)
     -> float32[]`` are pure, jit- and vmap-able, and do not raise for states of the task;
@@ -91,14 +93,18 @@ def compile_interface(
         sample = sample_for(task, limits.sample_size, limits.sample_seed)
     checked = check_functions(code, sample, limits, observe=user_obs, reward=user_reward)
 
-    base = default_interface(task) if mode != "full" else None
-    observe = _safe_observe(user_obs, checked.obs_dim) if user_obs is not None else None
-    reward = _safe_reward(user_reward) if user_reward is not None else None
+    size = reward_ast_size(check_policy(code)) if wants_reward else 0
+    if mode == "full":
+        assert user_obs is not None and user_reward is not None and checked.obs_dim is not None
+        observe, reward = _safe_observe(user_obs, checked.obs_dim), _safe_reward(user_reward)
+        return Interface(observe, reward, checked.obs_dim, size, code, name)
+    # obs_only / reward_only: mix() takes the other half from the task default.
+    base = default_interface(task)
     candidate = Interface(
-        observe=observe or base.observe,  # type: ignore[union-attr]
-        reward=reward or base.reward,  # type: ignore[union-attr]
-        obs_dim=checked.obs_dim if checked.obs_dim is not None else base.obs_dim,  # type: ignore[union-attr]
-        reward_ast_size=reward_ast_size(check_policy(code)) if wants_reward else 0,
+        observe=_safe_observe(user_obs, checked.obs_dim) if user_obs and checked.obs_dim else base.observe,
+        reward=_safe_reward(user_reward) if user_reward else base.reward,
+        obs_dim=checked.obs_dim or base.obs_dim,
+        reward_ast_size=size,
         source=code,
         name=name,
     )
@@ -110,8 +116,10 @@ class CheckReport:
     """The verdict on one program.
 
     ok: trainable. interface: the compiled Interface when ok. error: the rejection
-    otherwise. obs_dim / reward_ast_size: descriptors (None when not known, e.g. the
-    program did not parse). seconds: wall-clock time of the check.
+    otherwise. obs_dim / reward_ast_size: the descriptors, as ``interface.descriptors``
+    when ok (so the task default's in the ablation modes: reward AST size 0 in
+    "obs_only", the default observation's size in "reward_only"); when rejected, the
+    reward AST size if the program parses, else None. seconds: wall-clock time.
     """
 
     ok: bool
@@ -137,19 +145,21 @@ def check_source(source: str, task: Task, mode: str = "full", **kwargs: Any) -> 
 
     kwargs: ``name``, ``sample``, ``limits`` as for :func:`compile_interface`.
     """
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
     start = time.perf_counter()
     try:
         iface = compile_interface(source, task, mode, **kwargs)
     except ProgramError as err:
         return CheckReport(False, None, err, None, _reward_size_or_none(source, mode), time.perf_counter() - start)
-    return CheckReport(
-        True,
-        iface,
-        None,
-        iface.obs_dim if mode != "reward_only" else None,
-        iface.reward_ast_size if mode != "obs_only" else None,
-        time.perf_counter() - start,
-    )
+    except Exception as exc:  # a checker bug must not take the search down with it
+        bug = ProgramError(
+            "compile",
+            f"the checker failed unexpectedly on this program ({exception_summary(exc)}); "
+            "simplify the program. (This is a limen_jax bug: please report it.)",
+        )
+        return CheckReport(False, None, bug, None, None, time.perf_counter() - start)
+    return CheckReport(True, iface, None, iface.obs_dim, iface.reward_ast_size, time.perf_counter() - start)
 
 
 def _reward_size_or_none(source: str, mode: str) -> int | None:
@@ -161,7 +171,9 @@ def _reward_size_or_none(source: str, mode: str) -> int | None:
         return None
 
 
-def _safe_observe(fn: Any, obs_dim: int) -> Any:
+def _safe_observe(fn: Callable[[Any], Any], obs_dim: int) -> Callable[[Any], jax.Array]:
+    """The program's observation, as float32[obs_dim] with non-finite values replaced."""
+
     def observe(sim: Any) -> jax.Array:
         out = jnp.asarray(fn(sim), jnp.float32).reshape(obs_dim)
         return jnp.nan_to_num(out, nan=0.0, posinf=_POSINF, neginf=-_POSINF)
@@ -169,7 +181,9 @@ def _safe_observe(fn: Any, obs_dim: int) -> Any:
     return observe
 
 
-def _safe_reward(fn: Any) -> Any:
+def _safe_reward(fn: Callable[[Any, Any, Any], Any]) -> Callable[[Any, jax.Array, Any], jax.Array]:
+    """The program's reward, as float32[] with non-finite values replaced."""
+
     def reward(sim: Any, action: jax.Array, next_sim: Any) -> jax.Array:
         out = jnp.asarray(fn(sim, action, next_sim), jnp.float32).reshape(())
         return jnp.nan_to_num(out, nan=0.0, posinf=_POSINF, neginf=-_POSINF)

@@ -27,8 +27,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from limen_jax.program.errors import PROGRAM_FILENAME, ProgramError, exception_summary, program_trace
-from limen_jax.program.sandbox import Deadline, MemoryLimit, deadline
+from limen_jax.program.cost import check_cost
+from limen_jax.program.deadline import Deadline, MemoryLimit, deadline
+from limen_jax.program.errors import ProgramError, exception_summary, program_trace
 from limen_jax.task import Task, Transition
 
 
@@ -133,9 +134,9 @@ def _trace_checked(
     try:
         with deadline(limits.trace_seconds, limits.max_memory_bytes):
             closed, out = jax.make_jaxpr(fn, return_shape=True)(*args)
-    except BaseException as exc:  # noqa: BLE001 - every failure is the program's, mapped to a stage
+    except BaseException as exc:  # every failure is the program's, mapped to a stage
         raise trace_error(exc, source, name, limits.trace_seconds) from None
-    _check_cost(closed, name, limits)
+    check_cost(closed, name, limits.max_intermediate_elements, limits.max_work_elements)
     if not isinstance(out, jax.ShapeDtypeStruct):
         kind = "None (missing `return`?)" if out is None else f"a {type(out).__name__}"
         fix = "jnp.concatenate([...])" if name == "get_observation" else "a single jnp scalar"
@@ -157,10 +158,10 @@ def trace_error(exc: BaseException, source: str, name: str, seconds: float) -> P
             "timeout",
             f"tracing `{name}` took longer than {seconds:g} s: an endless Python loop, or a Python "
             "loop over many items (vectorise it with jnp operations).",
-            program_trace(exc, source),
+            program_trace(exc, source, summary=f"(stopped here after {seconds:g} s)"),
         )
     if isinstance(exc, ProgramError):
-        return ProgramError(exc.stage, exc.message, exc.trace or program_trace(exc, source))
+        return ProgramError(exc.stage, exc.message, exc.trace or program_trace(exc, source, summary=""))
     if isinstance(exc, KeyboardInterrupt | SystemExit | GeneratorExit):
         raise exc
     trace = program_trace(exc, source)
@@ -185,88 +186,7 @@ def trace_error(exc: BaseException, source: str, name: str, seconds: float) -> P
         hint = " Recursion too deep: avoid recursive calls."
     elif isinstance(exc, AttributeError):
         hint = " Check the state's field names in the task description."
-    return ProgramError("trace", f"`{name}` raised {exception_summary(exc)}.{hint}", trace)
-
-
-# --- 2. cost of the jaxpr -------------------------------------------------------------
-
-
-def _check_cost(closed: Any, name: str, limits: Limits) -> None:
-    for const in closed.consts:
-        size = int(np.size(const))
-        if size > limits.max_intermediate_elements:
-            raise ProgramError(
-                "allocation",
-                f"`{name}` captures a constant array of {size:,} elements "
-                f"(limit {limits.max_intermediate_elements:,}); build small constants only.",
-            )
-    work = _walk(closed.jaxpr, 1, name, limits)
-    if work > limits.max_work_elements:
-        raise ProgramError(
-            "allocation",
-            f"`{name}` is too expensive: about {work:,.0f} element operations per state "
-            f"(limit {limits.max_work_elements:,}); avoid large loops, big matrices and "
-            "whole-grid pairwise computations.",
-        )
-
-
-def _walk(jaxpr: Any, multiplier: float, name: str, limits: Limits) -> float:
-    """Work of ``jaxpr`` (element operations), checking every intermediate's size."""
-    work = 0.0
-    for eqn in jaxpr.eqns:
-        prim = eqn.primitive.name
-        if prim == "while":
-            raise ProgramError(
-                "policy",
-                f"{_where(eqn)}`{name}` contains a while loop (jax.lax.while_loop, or fori_loop with "
-                "non-constant bounds): loops must have a static trip count; use Python-int bounds "
-                "in jax.lax.fori_loop, or vectorise.",
-            )
-        outs = [_size(v) for v in eqn.outvars]
-        for v, size in zip(eqn.outvars, outs, strict=True):
-            if size > limits.max_intermediate_elements:
-                shape = tuple(getattr(v.aval, "shape", ()))
-                raise ProgramError(
-                    "allocation",
-                    f"{_where(eqn)}`{name}` creates an array of shape {shape} ({size:,} elements; "
-                    f"limit {limits.max_intermediate_elements:,} per state). Work on small arrays: "
-                    "the grid, local views, a few positions.",
-                )
-        cost = max(sum(outs), sum(_size(v) for v in eqn.invars))
-        if prim == "dot_general":
-            (contract, _), _ = eqn.params["dimension_numbers"]
-            lhs_shape = eqn.invars[0].aval.shape
-            cost = sum(outs) * math.prod(lhs_shape[i] for i in contract)
-        work += multiplier * cost
-        inner = multiplier * (eqn.params["length"] if prim == "scan" else 1)
-        for sub in _sub_jaxprs(eqn.params):
-            work += _walk(sub, inner, name, limits)
-    return work
-
-
-def _sub_jaxprs(params: dict[str, Any]) -> list[Any]:
-    found = []
-    for value in params.values():
-        for item in value if isinstance(value, tuple | list) else (value,):
-            inner = getattr(item, "jaxpr", item)  # ClosedJaxpr -> Jaxpr
-            if hasattr(inner, "eqns"):
-                found.append(inner)
-    return found
-
-
-def _size(var: Any) -> int:
-    shape = getattr(getattr(var, "aval", None), "shape", None)
-    return math.prod(shape) if shape is not None else 0
-
-
-def _where(eqn: Any) -> str:
-    """``"line N: "`` of the program line that produced ``eqn``, when known."""
-    try:
-        frames = eqn.source_info.traceback.frames
-        lines = [f.line_num for f in frames if f.file_name == PROGRAM_FILENAME]
-    except AttributeError:  # the traceback API is not public; messages degrade gracefully
-        return ""
-    return f"line {lines[0]}: " if lines else ""
+    return ProgramError("trace", f"`{name}` raised {exception_summary(exc).rstrip('.')}.{hint}", trace)
 
 
 # --- 3. output shapes -----------------------------------------------------------------
@@ -324,7 +244,7 @@ def _compile_and_run(
     try:
         with deadline(limits.trace_seconds, limits.max_memory_bytes):
             lowered = jax.jit(batched).lower(sample)
-    except BaseException as exc:  # noqa: BLE001 - mapped to a stage
+    except BaseException as exc:  # mapped to a stage
         err = trace_error(exc, source, "the program under jax.vmap", limits.trace_seconds)
         raise err from None
     compiled = run_with_timeout(lowered.compile, limits.compile_seconds, "compiling the program")
@@ -345,7 +265,7 @@ def run_with_timeout(fn: Callable[[], Any], seconds: float, what: str) -> Any:
     def target() -> None:
         try:
             result["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+        except BaseException as exc:  # handed to the caller's thread
             result["error"] = exc
 
     worker = threading.Thread(target=target, name=f"limen-{what}", daemon=True)

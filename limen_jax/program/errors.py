@@ -87,13 +87,15 @@ def exception_summary(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {body}" if body else type(exc).__name__
 
 
-def program_trace(exc: BaseException, source: str) -> str:
+def program_trace(exc: BaseException, source: str, summary: str | None = None) -> str:
     """The program's own frames of ``exc``'s traceback, innermost last, plus its summary.
 
     Example::
 
         line 7, in get_observation: if state.step_num > 3:
         TracerBoolConversionError: Attempted boolean conversion of traced array ...
+
+    summary: the last line instead of the exception's own summary ("" for none).
     """
     lines = source.splitlines()
     frames: list[str] = []
@@ -108,10 +110,11 @@ def program_trace(exc: BaseException, source: str) -> str:
         code = lines[exc.lineno - 1].strip() if 0 < exc.lineno <= len(lines) else ""
         frames.append(f"line {exc.lineno}: {code}")
     frames = _collapse_repeats(frames)
-    summary = exception_summary(exc)
+    summary = exception_summary(exc) if summary is None else summary
+    tail = summary.splitlines()
     # Keep the innermost frames: they say where it broke.
-    keep = max(1, MAX_TRACE_LINES - len(summary.splitlines()))
-    return "\n".join([*frames[-keep:], summary])
+    keep = max(1, MAX_TRACE_LINES - len(tail))
+    return "\n".join([*frames[-keep:], *tail])
 
 
 def _collapse_repeats(lines: list[str]) -> list[str]:

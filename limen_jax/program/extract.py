@@ -2,13 +2,15 @@
 
 Replies come as one ```python block, several blocks (an explanation snippet and the
 final program, or one block per function), a truncated block without its closing
-fence, or bare code with prose around it. The rule: prefer the last fenced block that
-defines every required function; else join the blocks that define any of them; else
-take bare code.
+fence, bare code with prose around it, or a whole .py file. The rule: prefer the last
+fenced block that defines every required function; else join the blocks that define
+any of them; else take the whole text if it parses (line numbers then match the file);
+else the bare code, with prose trimmed.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Sequence
 
@@ -49,6 +51,8 @@ def extract_code(text: str, required: Sequence[str] = ("get_observation", "compu
         if any(want & defined_functions(b) for b in partial):
             # One block per function (with an imports block, perhaps): join them in order.
             return "\n\n".join(b.strip("\n") for b in partial) + "\n"
+    if not blocks and want & defined_functions(text) and _parses(text):
+        return text.strip("\n") + "\n"  # a .py file: keep it whole, so line numbers match
     bare = _bare_code(text)
     if bare is not None and want & defined_functions(bare):
         return bare
@@ -59,6 +63,14 @@ def extract_code(text: str, required: Sequence[str] = ("get_observation", "compu
         "```python fenced block that contains the complete program (imports, helpers and "
         f"{names} as top-level `def` functions).",
     )
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def _has_imports(code: str) -> bool:

@@ -4,7 +4,7 @@ Programs are untrusted LLM output. The policy is the first of three layers (then
 restricted builtins and module proxies at exec time, then time and size limits while
 tracing), and the one that produces precise, fixable messages:
 
-- imports: ``jax`` and its numeric submodules (:data:`ALLOWED_MODULES`) and ``math``;
+- imports: ``jax`` and its numeric submodules (:data:`~limen_jax.program.names.ALLOWED_MODULES`) and ``math``;
 - no double-underscore names, no attribute starting with ``_`` (``__class__``,
   ``__globals__``, ``_trace``...), no interpreter internals (``gi_frame``, ``f_back``,
   ``tb_frame``...), no attribute assignment;
@@ -25,79 +25,10 @@ import math
 from collections.abc import Iterator
 
 from limen_jax.program.errors import ProgramError
+from limen_jax.program.names import attribute_problem, module_problem, name_problem
 
 MAX_SOURCE_CHARS = 64_000
 MAX_VIOLATIONS_REPORTED = 5
-
-ALLOWED_MODULES = frozenset(
-    {
-        "math",
-        "jax",
-        "jax.numpy",
-        "jax.numpy.linalg",
-        "jax.numpy.fft",
-        "jax.lax",
-        "jax.nn",
-        "jax.nn.initializers",
-        "jax.random",
-        "jax.scipy",
-        "jax.scipy.special",
-        "jax.scipy.stats",
-        "jax.scipy.signal",
-        "jax.scipy.ndimage",
-        "jax.scipy.linalg",
-        "jax.tree_util",
-        "jax.tree",
-        "jax.image",
-        "jax.ops",
-        "jax.dtypes",
-        "jax.typing",
-    }
-)
-
-# Builtins an interface program has no business naming (escapes, I/O, introspection,
-# string conversion that reveals tracer types).
-FORBIDDEN_NAMES = frozenset(
-    {
-        "open", "exec", "eval", "compile", "globals", "locals", "vars", "dir",
-        "getattr", "setattr", "delattr", "hasattr", "input", "breakpoint", "help",
-        "memoryview", "type", "object", "super", "classmethod", "staticmethod",
-        "property", "id", "exit", "quit", "bytearray", "bytes", "format", "repr",
-        "ascii", "str", "copyright", "credits", "license", "callable",
-    }
-)  # fmt: skip
-
-# Attribute names blocked on every object (the policy cannot know what an alias points
-# to, so `d = jax.debug` and `jax.debug` are both caught by the name "debug").
-_JAX_ESCAPES = frozenset(
-    {
-        # submodules that do I/O, run host callbacks, or reach JAX's internals
-        "debug", "experimental", "profiler", "config", "distributed", "monitoring",
-        "interpreters", "core", "lib", "extend", "export", "ffi", "dlpack", "stages",
-        "api_util", "sharding", "ref", "version", "custom_batching", "compilation_cache",
-        # callbacks and host transfers
-        "pure_callback", "io_callback", "callback", "host_callback", "infeed", "outfeed",
-        "device_get", "device_put", "copy_to_host_async", "from_dlpack", "to_dlpack",
-        # files and buffers
-        "load", "save", "savez", "savez_compressed", "fromfile", "tofile", "frombuffer",
-        "fromstring", "tobytes", "fromiter",
-        # global state and eager escapes from tracing
-        "ensure_compile_time_eval", "disable_jit", "clear_caches", "clear_backends",
-        "live_arrays", "live_buffers", "set_printoptions", "printoptions",
-        "default_device", "default_matmul_precision", "transfer_guard", "checking_leaks",
-        "log_compiles", "enable_checks", "numpy_dtype_promotion", "numpy_rank_promotion",
-        # tracer internals (a program must not behave differently per tracer type)
-        "aval", "batch_dim", "source_info",
-        # host-side numpy index tables built eagerly from static sizes
-        "tril_indices", "triu_indices", "tril_indices_from", "triu_indices_from",
-        "mask_indices", "diag_indices", "diag_indices_from",
-        # Python big-integer functions that run for minutes without yielding
-        "factorial", "comb", "perm",
-    }
-)  # fmt: skip
-_INTERNALS = frozenset({"mro", "with_traceback", "format", "format_map", "func_globals", "func_code"})
-_INTERNAL_PREFIXES = ("f_", "gi_", "cr_", "ag_", "tb_", "co_", "register")
-_UNBOUNDED_LOOPS = frozenset({"while_loop"})
 
 # Top-level calls allowed at module level: conversions of Python data, math, reshapes.
 _MODULE_LEVEL_BUILTINS = frozenset(
@@ -161,13 +92,19 @@ def parse_program(source: str) -> ast.Module:
 
 
 def check_policy(source: str) -> ast.Module:
-    """Parse and vet ``source``; return its AST with any ``if __name__ == "__main__":`` block removed.
+    """Parse and vet ``source``; return its AST, normalised.
 
+    Two harmless LLM habits are removed rather than refused: an ``if __name__ ==
+    "__main__":`` demo block (it would never run here) and ``@jax.jit`` / ``@jit``
+    decorators (the checker jits the functions itself).
     Raises ProgramError: stage "syntax" when it does not parse, "policy" listing up to
     :data:`MAX_VIOLATIONS_REPORTED` violations (each with its line) otherwise.
     """
     tree = parse_program(source)
     tree.body = [stmt for stmt in tree.body if not _is_main_guard(stmt)]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            node.decorator_list = [d for d in node.decorator_list if _dotted(d) not in ("jax.jit", "jit")]
     found: list[tuple[int, str]] = []
     for node, problem in _violations(tree):
         item = (getattr(node, "lineno", 0), problem)
@@ -185,48 +122,6 @@ def check_policy(source: str) -> ast.Module:
     return tree
 
 
-def attribute_problem(name: str) -> str | None:
-    """Why accessing attribute ``name`` is forbidden, or None when it is allowed."""
-    if name.startswith("_"):
-        return f"attribute '{name}' is private: names starting with '_' (dunders included) cannot be accessed"
-    if name in _UNBOUNDED_LOOPS:
-        return (
-            f"'{name}' is not allowed (unbounded loop): use jax.lax.fori_loop with constant integer "
-            "bounds, or vectorise with jnp operations"
-        )
-    if name in ("format", "format_map"):
-        return "string formatting ('.format') is not allowed; interface programs compute arrays, not text"
-    if name in _INTERNALS or name.startswith(_INTERNAL_PREFIXES):
-        return f"attribute '{name}' reaches interpreter internals and is not allowed"
-    if name in _JAX_ESCAPES:
-        return (
-            f"'{name}' is not available: interface programs may not do I/O, host callbacks or "
-            "debugging, change JAX's configuration, or inspect tracers"
-        )
-    return None
-
-
-def module_problem(name: str) -> str | None:
-    """Why importing module ``name`` is forbidden, or None when it is allowed."""
-    if name in ALLOWED_MODULES:
-        return None
-    root = name.split(".")[0]
-    if root == "numpy":
-        return "numpy is not available: use jax.numpy (`import jax.numpy as jnp`)"
-    if root == "jax":
-        return f"module '{name}' is not available; allowed: {', '.join(sorted(ALLOWED_MODULES - {'math'}))}"
-    return f"import of '{name}' is not allowed: only jax (jax.numpy, jax.lax, jax.nn, ...) and math"
-
-
-def name_problem(name: str) -> str | None:
-    """Why the identifier ``name`` is forbidden, or None when it is allowed."""
-    if name.startswith("__"):
-        return f"name '{name}' is not allowed: double-underscore names are reserved"
-    if name in FORBIDDEN_NAMES:
-        return f"'{name}' is not available in interface programs"
-    return None
-
-
 def _is_main_guard(stmt: ast.stmt) -> bool:
     """``if __name__ == "__main__":`` — LLMs add demo code there; it never runs here."""
     if not isinstance(stmt, ast.If) or not isinstance(stmt.test, ast.Compare):
@@ -242,10 +137,28 @@ def _is_main_guard(stmt: ast.stmt) -> bool:
 
 def _violations(tree: ast.Module) -> Iterator[tuple[ast.AST, str]]:
     yield from _module_level_violations(tree)
+    bound = _bound_names(tree)
     for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in bound and not node.id.startswith("__"):
+            continue  # the program's own variable (`type = grid[..., 0]`), not the builtin
         problem = _node_problem(node)
         if problem:
             yield node, problem
+
+
+def _bound_names(tree: ast.Module) -> set[str]:
+    """Names the program binds itself (assignments, arguments, defs, imports)."""
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.FunctionDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+    return bound
 
 
 def _node_problem(node: ast.AST) -> str | None:

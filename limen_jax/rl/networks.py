@@ -11,7 +11,7 @@ the padded network computes exactly what the unpadded one does.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import flax.linen as nn
@@ -108,8 +108,33 @@ def make_distribution(space: ActionSpace) -> Categorical | TanhGaussian:
 # --- modules ---------------------------------------------------------------------------
 
 
+def orthogonal(scale: float = 1.0, iterations: int = 80) -> Callable[..., jax.Array]:
+    """Orthogonal initialiser without LAPACK: the polar factor of a Gaussian matrix
+    (Haar-distributed, like QR with sign correction), by Newton-Schulz iterations.
+
+    flax's ``orthogonal`` calls LAPACK's QR, which under jit and vmap on a CPU can
+    deadlock between XLA's and OpenBLAS's thread pools (seen here); matmuls cannot.
+    """
+
+    def init(key: jax.Array, shape: Sequence[int], dtype: Any = jnp.float32) -> jax.Array:
+        rows, cols = int(shape[0]), int(np.prod(shape[1:]))
+        tall = (max(rows, cols), min(rows, cols))
+        x = jax.random.normal(key, tall, jnp.float32)
+        x = x / jnp.linalg.norm(x)
+
+        def step(_: int, x: jax.Array) -> jax.Array:
+            return 1.5 * x - 0.5 * x @ (x.T @ x)
+
+        q = jax.lax.fori_loop(0, iterations, step, x)
+        if rows < cols:
+            q = q.T
+        return (scale * q).reshape(tuple(shape)).astype(dtype)
+
+    return init
+
+
 def _dense(features: int, scale: float, name: str) -> nn.Dense:
-    return nn.Dense(features, kernel_init=nn.initializers.orthogonal(scale), name=name)
+    return nn.Dense(features, kernel_init=orthogonal(scale), name=name)
 
 
 class MLPActorCritic(nn.Module):
@@ -146,7 +171,8 @@ class _ScannedGRU(nn.Module):
     def __call__(self, carry: jax.Array, xs: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
         inputs, first = xs
         carry = jnp.where(first[..., None], 0.0, carry)
-        carry, out = nn.GRUCell(features=self.hidden, name="cell")(carry, inputs)
+        cell = nn.GRUCell(features=self.hidden, recurrent_kernel_init=orthogonal(), name="cell")
+        carry, out = cell(carry, inputs)
         return carry, out
 
 

@@ -31,7 +31,15 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from limen_jax.interface import Interface
 from limen_jax.rl.config import PPOConfig
-from limen_jax.rl.env import BatchedInterface, EnvState, InterfaceEnv, ResetPool, take_fresh, vmap_lead
+from limen_jax.rl.env import (
+    BatchedInterface,
+    EnvState,
+    InterfaceEnv,
+    ResetPool,
+    take_fresh,
+    tree_where,
+    vmap_lead,
+)
 from limen_jax.rl.losses import compute_gae, ppo_loss
 from limen_jax.rl.networks import ActorCritic
 from limen_jax.rl.normalize import Moments, ObsStats, batch_moments, init_stats, normalize, update_stats
@@ -168,8 +176,11 @@ class BatchTrainer:
         ]
         params = jax.tree.map(lambda *xs: jnp.stack(xs), *params)
         opt_state = vmap_lead(self.optimizer.init, 2)(params)
-        env_keys = jax.vmap(lambda k: jax.random.split(k, N))(k_env)
-        env = self.env.reset(jnp.broadcast_to(env_keys, (K, S, N)))
+        del k_env  # kept so that the key derivation stays fixed
+        # Placeholder environments (t = -1): the first update starts them from its reset
+        # pool, so no compiled program but the update's contains the task's reset.
+        template = jax.eval_shape(self.env.reset, jax.random.split(jax.random.key(0), (K, S, N)))
+        env = jax.tree.map(_zeros, template).replace(t=jnp.full((K, S, N), -1, jnp.int32))
         stats = jax.tree.map(lambda x: jnp.broadcast_to(x, (K, S) + x.shape), init_stats(self.width))
         zeros = jnp.zeros((K, S), jnp.int32)
         return TrainState(
@@ -241,10 +252,16 @@ class BatchTrainer:
         keys = slots(lambda k: jax.random.split(k, 4))(ts.key)
         key, k_pool, k_roll, k_ppo = (keys[:, :, i] for i in range(4))
 
+        env0 = ts.env
         pool: ResetPool | None = None
+        unstarted = env0.t < 0
         if cfg.reset_pool > 0:
             pool_keys = slots(lambda k: jax.random.split(k, cfg.reset_pool * N))(k_pool)
             pool = ResetPool(self.env.reset(pool_keys), jnp.zeros((K, S), jnp.int32))
+            starts, pool = slots(take_fresh)(pool, unstarted)
+        else:
+            starts = self.env.reset(slots(lambda k: jax.random.split(k, N))(k_pool))
+        env0 = tree_where(unstarted, starts, env0)
 
         class Carry(struct.PyTreeNode):
             env: EnvState
@@ -301,7 +318,7 @@ class BatchTrainer:
             return nxt, (batch, extra, moments)
 
         carry0 = ts.carry
-        c0 = Carry(ts.env, ts.carry, ts.prev_action, ts.prev_reward, pool, k_roll)
+        c0 = Carry(env0, ts.carry, ts.prev_action, ts.prev_reward, pool, k_roll)
         c, (batch, extra, moments) = jax.lax.scan(env_step, c0, None, length=cfg.rollout_len)
         # time-major [T, K, S, N] -> per slot [K, S, T, N]
         batch, extra = jax.tree.map(lambda x: jnp.moveaxis(x, 0, 2), (batch, extra))
@@ -423,6 +440,12 @@ class BatchTrainer:
         )
         success, returns = fn(state, key)
         return np.asarray(success, np.float32), np.asarray(returns, np.float32)
+
+
+def _zeros(x: jax.ShapeDtypeStruct) -> jax.Array:
+    if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+        return jax.random.split(jax.random.key(0), x.shape)
+    return jnp.zeros(x.shape, x.dtype)
 
 
 def _merge(m: Moments) -> Moments:

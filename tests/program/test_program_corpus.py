@@ -13,6 +13,8 @@ from limen_jax.program.policy import check_policy
 from limen_jax.task import Task, Transition
 
 CHEAP_STAGES = ("extract", "syntax", "policy")
+# Policy violations that only running the program reveals.
+FOUND_AT_RUN_TIME = {"while_via_fori", "sum_of_lists"}
 
 
 def test_corpus_is_large_and_covers_every_stage() -> None:
@@ -26,7 +28,10 @@ def test_the_template_program_is_accepted(easy_task: Task, easy_sample: Transiti
     assert iface.obs_dim == 2
 
 
-@pytest.mark.parametrize(("source", "stage"), [pytest.param(s, st, id=n) for n, st, s in BAD if st in CHEAP_STAGES])
+@pytest.mark.parametrize(
+    ("source", "stage"),
+    [pytest.param(s, st, id=n) for n, st, s in BAD if st in CHEAP_STAGES and n not in FOUND_AT_RUN_TIME],
+)
 def test_policy_rejects_without_running_anything(source: str, stage: str) -> None:
     """Pure AST: extraction, parsing and the policy catch these before any exec or JAX."""
     with pytest.raises(ProgramError) as info:

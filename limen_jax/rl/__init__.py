@@ -1,0 +1,63 @@
+"""Our PPO, batched over candidate interfaces and seeds (DESIGN.md §3).
+
+    from limen_jax import rl
+    result = rl.train("xland_easy", [iface_a, iface_b], seeds=3, steps=500_000)
+    result.success          # (K, S) evaluation success rates
+    result.feedback(0)      # learning-curve summary for prompts
+
+Modules: config (PPOConfig, presets), networks (MLP / GRU actor-critics), normalize,
+losses (compute_gae, ppo_loss), env (the interface-injecting auto-reset wrapper),
+trainer (BatchTrainer, train_batch), evaluate, cascade (run_cascade), result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from limen_jax.interface import Interface, default_interface
+from limen_jax.rl.cascade import CascadeResult, run_cascade
+from limen_jax.rl.config import PPOConfig
+from limen_jax.rl.losses import compute_gae, ppo_loss
+from limen_jax.rl.result import BatchResult
+from limen_jax.rl.trainer import BatchTrainer, TrainState, train_batch
+from limen_jax.task import Task, make
+
+__all__ = [
+    "BatchResult",
+    "BatchTrainer",
+    "CascadeResult",
+    "PPOConfig",
+    "TrainState",
+    "compute_gae",
+    "ppo_loss",
+    "run_cascade",
+    "train",
+    "train_batch",
+]
+
+
+def train(
+    task_or_name: Task | str,
+    interfaces: Interface | Sequence[Interface] | None = None,
+    *,
+    seeds: int | Sequence[int] = 3,
+    steps: int = 1_000_000,
+    preset: str = "cpu",
+    config: PPOConfig | None = None,
+    **overrides: Any,
+) -> BatchResult:
+    """Train one or several interfaces (default: the task's own) with several seeds at once.
+
+    ``config`` defaults to ``PPOConfig.preset(task.name, preset)``; keyword ``overrides``
+    replace single fields (``lr=3e-4``).
+    """
+    task = make(task_or_name) if isinstance(task_or_name, str) else task_or_name
+    if interfaces is None:
+        interfaces = [default_interface(task)]
+    elif isinstance(interfaces, Interface):
+        interfaces = [interfaces]
+    cfg = config or PPOConfig.preset(task.name, preset)
+    if overrides:
+        cfg = cfg.replace(**overrides)
+    return train_batch(task, list(interfaces), seeds=seeds, total_steps=steps, config=cfg)

@@ -1,0 +1,41 @@
+"""EvolveConfig: presets, strict loading, CLI overrides."""
+
+import pytest
+
+from limen_jax.config import EvolveConfig, SearchConfig
+from limen_jax.evolve import _parser, config_from_args
+
+
+def test_presets_follow_the_paper_and_cpu_budgets():
+    paper = EvolveConfig.preset_for("xland_hard", "paper")
+    assert (paper.search.iterations, paper.search.candidates, paper.search.seeds) == (30, 1, 3)
+    assert (paper.cascade.short_steps, paper.cascade.full_steps, paper.cascade.threshold) == (3_000_000, 5_000_000, 0.01)
+    cpu = EvolveConfig.preset_for("xland_easy", "cpu")
+    assert cpu.cascade.full_steps < paper.cascade.full_steps and cpu.cascade.threshold == 0.05
+    with pytest.raises(ValueError, match="unknown preset"):
+        EvolveConfig.preset_for("xland_easy", "tpu")
+
+
+def test_round_trip_and_unknown_keys_are_errors():
+    cfg = EvolveConfig.preset_for("xland_medium", "cpu", seed=3)
+    assert EvolveConfig.from_dict(cfg.to_dict()) == cfg
+    bad = cfg.to_dict()
+    bad["search"]["iteratoins"] = 5
+    with pytest.raises(ValueError, match="iteratoins"):
+        EvolveConfig.from_dict(bad)
+    with pytest.raises(ValueError, match="mode"):
+        SearchConfig(mode="bogus")
+    with pytest.raises(ValueError, match="strategy"):
+        SearchConfig(strategy="bogus")
+
+
+def test_cli_flags_override_the_preset():
+    args = _parser().parse_args(["--task", "xland_easy", "--iterations", "7", "--candidates", "3", "--seeds", "5",
+                                 "--mode", "reward_only", "--mutator", "offline", "--full-steps", "1234",
+                                 "--seed", "9", "--strategy", "greedy"])
+    cfg = config_from_args(args)
+    assert (cfg.search.iterations, cfg.search.candidates, cfg.search.seeds) == (7, 3, 5)
+    assert cfg.search.mode == "reward_only" and cfg.search.strategy == "greedy"
+    assert cfg.llm.mutator == "offline" and cfg.cascade.full_steps == 1234 and cfg.seed == 9
+    replay = config_from_args(_parser().parse_args(["--replay-from", "runs/x"]))
+    assert replay.llm.mutator == "replay" and replay.llm.replay_from == "runs/x"

@@ -1,0 +1,201 @@
+"""The evolution loop end to end: artifacts, replay, resume after kill -9, robustness."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from toy_task import ToyCorridor
+
+import limen_jax as lj
+from limen_jax.evolve import main
+from limen_jax.llm import MutationResponse
+
+HERE = Path(__file__).parent
+TINY_PPO = {"num_envs": 32, "rollout_len": 8, "epochs": 2, "minibatches": 2, "eval_episodes": 32,
+            "actor_hidden": [16, 16], "critic_hidden": [16, 16]}
+TOY = {
+    "search": {"iterations": 2, "candidates": 2, "seeds": 2},
+    "cascade": {"short_steps": 512, "full_steps": 2048, "threshold": 0.0},
+    "archive": {"islands": 2, "migration_interval": 1},
+    "llm": {"mutator": "offline"},
+    "ppo": TINY_PPO,
+}
+lj.register("toy_corridor", ToyCorridor, overwrite=True)
+
+
+def toy_config(**over):
+    cfg = json.loads(json.dumps(TOY))
+    for key, value in over.items():
+        cfg[key] = {**cfg.get(key, {}), **value} if isinstance(value, dict) else value
+    return cfg
+
+
+def summary(run):
+    return [(r.id, r.code, r.success_per_seed, r.stage, (r.error or {}).get("stage")) for r in run.records]
+
+
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory):
+    return lj.evolve("toy_corridor", toy_config(), run_dir=tmp_path_factory.mktemp("runs") / "a", verbose=False)
+
+
+def test_run_records_every_step_and_leaves_a_readable_directory(toy_run):
+    d = toy_run.run_dir
+    assert toy_run.stopped == "finished"
+    for name in ("config.json", "events.jsonl", "state.json", "llm_cache.jsonl", "best_interface.py",
+                 "progress.png", "archive.png"):
+        assert (d / name).stat().st_size > 0, name
+    assert len(toy_run.records) == 6  # 2 candidates x 3 generations
+    kinds = [json.loads(line)["event"] for line in (d / "events.jsonl").read_text().splitlines()]
+    assert kinds[0] == "run_start" and kinds[-1] == "run_end"
+    assert kinds.count("prompt") == kinds.count("response") == 6
+    assert kinds.count("score") + kinds.count("reject") == 6 and "migrate" in kinds
+    scored = [r for r in toy_run.records if r.success is not None]
+    assert scored and all(len(r.success_per_seed) == 2 for r in scored if r.stage == "full")
+    assert all(len(r.curves["success"]) > 0 for r in scored)
+    best = toy_run.best
+    assert best.success == max(r.success for r in scored)
+    text = (d / "best_interface.py").read_text()
+    assert f"success {best.success:.3f}" in text and best.code in text
+    # the best interface is a file that `check` accepts
+    assert main_check(d / "best_interface.py") == 0
+    assert any(r.parent_ids for r in toy_run.records if r.iteration > 0)
+    assert "best:" in toy_run.summary()
+
+
+def main_check(path):
+    from limen_jax.check import main as check_main
+
+    return check_main(["--task", "toy_corridor", str(path)])
+
+
+def test_replay_from_the_cache_reproduces_the_run_exactly(toy_run, tmp_path):
+    again = lj.evolve("toy_corridor", toy_config(llm={"mutator": "replay", "replay_from": str(toy_run.run_dir)}),
+                      run_dir=tmp_path / "b", verbose=False)
+    assert summary(again) == summary(toy_run)
+    assert again.archive.to_dict()["grid"] == toy_run.archive.to_dict()["grid"]
+
+
+def test_kill_9_then_resume_finishes_the_same_run(toy_run, tmp_path):
+    run_dir = tmp_path / "killed"
+    cfg_file = tmp_path / "cfg.json"
+    cfg = toy_config()
+    cfg_file.write_text(json.dumps({k: v for k, v in cfg.items() if k != "preset"}))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent.parent), str(HERE)])}
+    cmd = [sys.executable, "-m", "limen_jax.evolve", "--task", "toy_task:ToyCorridor", "--config", str(cfg_file),
+           "--run-dir", str(run_dir)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    state = run_dir / "state.json"
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        if state.exists() and json.loads(state.read_text())["iteration"] >= 0:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done_before = json.loads(state.read_text())["iteration"]
+    assert done_before < 2
+    out = subprocess.run([sys.executable, "-m", "limen_jax.evolve", "--resume", str(run_dir)], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+    assert [e["from_iteration"] for e in events if e["event"] == "run_resume"] == [done_before + 1]
+    final = json.loads(state.read_text())
+    assert final["iteration"] == 2
+    records = final["archive"]["programs"]
+    assert sorted(r["id"] for r in records) == sorted(r.id for r in toy_run.records)
+    # the same seed makes the same choices: the resumed run equals the uninterrupted one
+    by_id = {r["id"]: r for r in records}
+    for r in toy_run.records:
+        assert by_id[r["id"]]["code"] == r.code
+        assert by_id[r["id"]]["success_per_seed"] == r.success_per_seed
+
+
+class BrokenMutator:
+    """Cycles through the ways an answer can be bad, then gives a good program."""
+
+    name = "broken"
+
+    def __init__(self, good: str) -> None:
+        self.good = good
+        self.calls = 0
+
+    def propose(self, request):
+        self.calls += 1
+        answers = [
+            RuntimeError("connection reset"),
+            MutationResponse(text="I cannot help with that."),
+            MutationResponse(text="```python\ndef get_observation(state)\n    return 1\n```"),
+            MutationResponse(text="```python\nimport os\n" + self.good + "\n```"),
+            MutationResponse(text="", error="retries exhausted: 529 overloaded"),
+            MutationResponse(text="```python\n" + self.good + "\n```"),
+        ]
+        answer = answers[(self.calls - 1) % len(answers)]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+GOOD = """\
+import jax.numpy as jnp
+
+def get_observation(state):
+    return jnp.array([state.pos / 10.0, state.goal / 10.0], dtype=jnp.float32)
+
+def compute_reward(state, action, next_state):
+    return jnp.asarray(next_state.pos == next_state.goal, jnp.float32) - 0.01 * jnp.abs(next_state.goal - next_state.pos)
+"""
+
+
+def test_broken_answers_and_crashing_training_never_stop_the_run(tmp_path, monkeypatch):
+    import limen_jax.rl as rl
+
+    real = rl.run_cascade
+
+    def flaky(task, interfaces, **kw):
+        if any(i.name == "it0001-c05" for i in interfaces):
+            raise FloatingPointError("training diverged")
+        return real(task, interfaces, **kw)
+
+    monkeypatch.setattr(rl, "run_cascade", flaky)
+    run = lj.evolve("toy_corridor", toy_config(search={"iterations": 1, "candidates": 6, "seeds": 1}),
+                    run_dir=tmp_path / "broken", mutator=BrokenMutator(GOOD), verbose=False)
+    assert run.stopped == "finished"
+    stages = {r.id: (r.error or {}).get("stage") for r in run.records}
+    assert stages["it0000-c00"] == "mutator" and "connection reset" in run.archive.store.get("it0000-c00").error["message"]
+    assert stages["it0000-c01"] == "extract"
+    assert stages["it0000-c02"] == "syntax"
+    assert stages["it0000-c03"] == "policy"
+    assert stages["it0000-c04"] == "mutator"
+    assert stages["it0000-c05"] is None and run.archive.store.get("it0000-c05").success is not None
+    assert stages["it0001-c05"] == "train"
+    assert run.best is not None and run.best.success >= 0.5
+
+
+def test_sparse_and_obs_only_modes(tmp_path):
+    sparse = lj.evolve("toy_corridor", toy_config(search={"mode": "sparse"}), run_dir=tmp_path / "s", verbose=False)
+    assert len(sparse.records) == 1 and sparse.records[0].success is not None
+    obs = lj.evolve("toy_corridor", toy_config(search={"iterations": 0, "mode": "obs_only"}),
+                    run_dir=tmp_path / "o", verbose=False)
+    codes = [r.code for r in obs.records if r.code]
+    assert codes and all("def compute_reward" not in c and "def get_observation" in c for c in codes)
+
+
+def test_xland_easy_cli_end_to_end(tmp_path, capsys):
+    run_dir = tmp_path / "xland"
+    code = main(["--task", "xland_easy", "--iterations", "1", "--candidates", "2", "--seeds", "1",
+                 "--short-steps", "0", "--full-steps", "8192", "--mutator", "offline", "--run-dir", str(run_dir)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "[iter 1/1]" in out and "best" in out and str(run_dir) in out
+    for name in ("best_interface.py", "progress.png", "archive.png", "events.jsonl", "state.json"):
+        assert (run_dir / name).exists(), name
+    assert main(["--task", "no_such_task"]) == 2

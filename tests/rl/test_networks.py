@@ -1,0 +1,69 @@
+"""Networks: padding the input layers changes nothing; distributions are consistent."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from limen_jax.rl.config import PPOConfig
+from limen_jax.rl.networks import ActorCritic, Categorical, TanhGaussian
+from limen_jax.task import Box, Discrete
+
+TINY_GRU = dict(network="gru", gru_encoder=(16, 16), gru_action_embed=4, gru_hidden=8, gru_head_hidden=16,
+                num_envs=8, minibatches=2)  # fmt: skip
+
+
+@pytest.mark.parametrize("overrides", [{}, TINY_GRU])
+@pytest.mark.parametrize("space", [Discrete(4), Box(2)])
+def test_padded_network_computes_the_same(overrides, space):
+    net = ActorCritic(PPOConfig(**overrides), space)
+    params = net.init(jax.random.key(0), 5)
+    padded = net.pad_inputs(params, 12)
+    obs = jax.random.normal(jax.random.key(1), (3, 4, 5))
+    obs_pad = jnp.pad(obs, ((0, 0), (0, 0), (0, 7)))
+    first = jnp.zeros((3, 4), bool).at[0].set(True)
+    act = net.dummy_action((3, 4))
+    carry = net.initial_carry(4)
+    a = net.sequence(params, carry, obs, act, jnp.zeros((3, 4)), first)
+    b = net.sequence(padded, carry, obs_pad, act, jnp.zeros((3, 4)), first)
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+    # one step equals the first step of a sequence
+    _, d1, v1 = net.step(params, carry, obs[0], act[0], jnp.zeros(4), first[0])
+    np.testing.assert_allclose(d1, a[1][0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(v1, a[2][0], rtol=1e-5, atol=1e-6)
+
+
+def test_gru_state_resets_at_episode_start():
+    net = ActorCritic(PPOConfig(**TINY_GRU), Discrete(3))
+    params = net.init(jax.random.key(0), 4)
+    obs = jax.random.normal(jax.random.key(1), (2, 1, 4))
+    act = jnp.array([[1], [2]])
+    first = jnp.array([[True], [True]])
+    _, _, v_seq = net.sequence(params, net.initial_carry(1), obs, act, jnp.zeros((2, 1)), first)
+    _, _, v_alone = net.sequence(params, net.initial_carry(1), obs[1:], act[1:], jnp.zeros((1, 1)), first[1:])
+    np.testing.assert_allclose(v_seq[1], v_alone[0], rtol=1e-6)
+
+
+def test_categorical():
+    d = Categorical(3)
+    logits = jnp.log(jnp.array([[0.2, 0.3, 0.5]]))
+    assert float(d.log_prob(logits, jnp.array([2]))[0]) == pytest.approx(np.log(0.5), abs=1e-6)
+    h = -(0.2 * np.log(0.2) + 0.3 * np.log(0.3) + 0.5 * np.log(0.5))
+    assert float(d.entropy(logits)[0]) == pytest.approx(h, abs=1e-6)
+    samples = d.sample(jax.random.key(0), jnp.broadcast_to(logits, (20000, 3)))
+    np.testing.assert_allclose(np.bincount(np.asarray(samples), minlength=3) / 20000, [0.2, 0.3, 0.5], atol=0.02)
+
+
+def test_tanh_gaussian_log_prob_is_a_density_over_actions():
+    d = TanhGaussian(1, -1.0, 1.0)
+    params = jnp.array([[0.3, 0.5]])
+    # integrate exp(log p(u)) over u (density of the pre-tanh sample times the Jacobian
+    # term) by changing variables back to actions a = tanh(u): the mass must be 1
+    a = jnp.linspace(-0.999, 0.999, 20001)
+    u = jnp.arctanh(a)[:, None]
+    dens = jnp.exp(d.log_prob(jnp.broadcast_to(params, (a.shape[0], 2)), u))
+    assert float(jnp.trapezoid(dens, a)) == pytest.approx(1.0, abs=2e-3)
+    env = d.to_env(d.sample(jax.random.key(0), jnp.broadcast_to(params, (1000, 2))))
+    assert env.shape == (1000, 1) and float(jnp.abs(env).max()) <= 1.0
+    assert TanhGaussian(2, 0.0, 4.0).to_env(jnp.zeros(2)).tolist() == [2.0, 2.0]
