@@ -105,8 +105,15 @@ class BraxTask(Task):
 
     def step(self, state: TaskState, action: jax.Array) -> TaskState:
         sim = state.sim
-        nxt = self.env.step(sim, jnp.asarray(action, jnp.float32))
+        # Brax's step updates state.metrics in place: hand it copies so that `sim` (which
+        # R(s, a, s') receives as s) keeps its own metrics.
+        fresh = sim.replace(metrics=dict(sim.metrics), info=dict(sim.info))
+        nxt = self.env.step(fresh, jnp.asarray(action, jnp.float32))
         nxt = nxt.replace(info={**nxt.info, "step_count": sim.info["step_count"] + 1})
+        # Brax's step returns some weakly typed leaves (done, survive bonuses) where reset
+        # returns strong ones; matching them keeps scan carries and jit caches stable
+        # (otherwise every jitted rollout compiles twice).
+        nxt = jax.tree.map(lambda new, old: jax.lax.convert_element_type(new, old.dtype), nxt, sim)
         done = nxt.done > 0.5
         return TaskState(sim=nxt, done=done, success=state.success | self._succeeded(nxt))
 

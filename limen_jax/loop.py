@@ -26,6 +26,7 @@ class Loop:
         self.program_mode = "full" if self.mode in ("independent", "sparse") else self.mode
         self.pick_parent = parent_picker("independent" if self.mode == "independent" else config.search.strategy)
         self._mutator = mutator
+        self.mutator: Any = None
         self.t0 = time.time()
 
     # --- setup ------------------------------------------------------------------------
@@ -139,13 +140,14 @@ class Loop:
         )
         system, user = prompt.system, prompt.user
         request = MutationRequest(
-            system=system, user=user, task_name=self.task.name, mode=self.program_mode,
+            system=system, user=user, task_name=self.task.name, mode=self.program_mode,  # type: ignore[arg-type]
             parent=parent, others=others, rng_seed=int(rng.integers(2**31 - 1)),
         )
         self.rd.log("prompt", id=pid, iteration=it, island=island, parent=getattr(parent, "id", None),
                     system=system, user=user)
         record = ProgramRecord(id=pid, code="", iteration=it, island=island,
                                parent_ids=[parent.id] if parent else [])
+        assert self.mutator is not None
         try:
             response = self.mutator.propose(request)
         except MutatorError:  # budget cap, replay miss, missing key: stop (resumable)
@@ -201,8 +203,9 @@ class Loop:
         kwargs = dict(config=self.ppo, short_steps=short, full_steps=c.full_steps,
                       seeds=seeds, threshold=c.threshold)
         t = time.time()
+        results: list[Any]
         try:
-            results = run_cascade(self.task, ifaces, **kwargs)
+            results = list(run_cascade(self.task, ifaces, **kwargs))
         except Exception as exc:
             self.rd.log("batch_error", iteration=it, message=f"{type(exc).__name__}: {exc}")
             results = []

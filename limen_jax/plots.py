@@ -39,6 +39,9 @@ def plot_progress(records: Sequence[dict[str, Any]], path: str | Path | None = N
             best = max([best, *scores])
             line.append(best)
         ax.step(range(last + 1), line, where="post", color="black", label="best so far")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("iteration")
     ax.set_ylabel("success rate")
     ax.set_ylim(-0.05, 1.05)

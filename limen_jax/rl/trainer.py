@@ -50,9 +50,12 @@ PyTree = Any
 
 
 def enable_compilation_cache() -> None:
-    """Turn on JAX's persistent compilation cache (unless the user configured one)."""
+    """Turn on JAX's persistent compilation cache under ~/.cache/limen_jax/xla, or
+    $LIMEN_JAX_XLA_CACHE ("off" leaves it off), unless the user configured one."""
+    path = os.environ.get("LIMEN_JAX_XLA_CACHE", os.path.expanduser("~/.cache/limen_jax/xla"))
+    if path == "off":
+        return
     if jax.config.jax_compilation_cache_dir is None:
-        path = os.environ.get("LIMEN_JAX_XLA_CACHE", os.path.expanduser("~/.cache/limen_jax/xla"))
         jax.config.update("jax_compilation_cache_dir", path)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
 
@@ -247,7 +250,8 @@ class BatchTrainer:
         return normalize(expand, obs, mask, self.config.obs_clip, self.config.normalize_obs)
 
     def _update(self, ts: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
-        cfg, net, K, S, N = self.config, self.net, self.num_candidates, self.num_seeds, self.config.num_envs
+        cfg, net, N = self.config, self.net, self.config.num_envs
+        K, S = ts.update.shape  # S is the local shard when the seed axis is sharded
         slots = lambda f: vmap_lead(f, 2)  # noqa: E731
         keys = slots(lambda k: jax.random.split(k, 4))(ts.key)
         key, k_pool, k_roll, k_ppo = (keys[:, :, i] for i in range(4))

@@ -9,7 +9,8 @@ from limen_jax.evolve import _parser, config_from_args
 def test_presets_follow_the_paper_and_cpu_budgets():
     paper = EvolveConfig.preset_for("xland_hard", "paper")
     assert (paper.search.iterations, paper.search.candidates, paper.search.seeds) == (30, 1, 3)
-    assert (paper.cascade.short_steps, paper.cascade.full_steps, paper.cascade.threshold) == (3_000_000, 5_000_000, 0.01)
+    cascade = paper.cascade
+    assert (cascade.short_steps, cascade.full_steps, cascade.threshold) == (3_000_000, 5_000_000, 0.01)
     cpu = EvolveConfig.preset_for("xland_easy", "cpu")
     assert cpu.cascade.full_steps < paper.cascade.full_steps and cpu.cascade.threshold == 0.05
     with pytest.raises(ValueError, match="unknown preset"):

@@ -47,7 +47,7 @@ class ToyCorridor(Task):
 
     @property
     def context(self) -> str:
-        return "`state.pos` (int32 cell 0..10), `state.goal` (0 or 10), `state.step_num`; actions 0 left, 1 stay, 2 right."
+        return "`state.pos` (int32 cell 0..10), `state.goal` (0 or 10), `state.step_num`; actions 0 left 1 stay 2 right"
 
     def offline_catalog(self) -> Catalog:
         return Catalog(

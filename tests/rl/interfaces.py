@@ -83,3 +83,45 @@ def xland_easy_good(task: Task) -> Interface:
 
 def xland_easy_goal_bonus(task: Task) -> Interface:
     return make(task, xland_easy_observation, goal_bonus_reward, "xland_easy_goal_bonus")
+
+
+# --- the corridor (toy_tasks.Corridor) ---------------------------------------------------
+
+_PROJ = jax.random.normal(jax.random.key(42), (4, 287))
+
+
+def corridor_obs7(sim) -> jax.Array:
+    p, g = sim.pos / 10.0, sim.goal / 10.0
+    return jnp.stack(
+        [p, g, p - g, (sim.goal > sim.pos).astype(jnp.float32), 1.0 - p, sim.step_num / 16.0, jnp.abs(p - g)]
+    ).astype(jnp.float32)
+
+
+def corridor_obs300(sim) -> jax.Array:
+    """One-hot position and goal side, then 287 fixed random projections: 300 features."""
+    base = jnp.concatenate([jax.nn.one_hot(sim.pos, 11), jax.nn.one_hot(sim.goal // 10, 2)])
+    x = jnp.stack([sim.pos / 10.0, sim.goal / 10.0, sim.step_num / 16.0, 1.0])
+    return jnp.concatenate([base, jnp.tanh(x @ _PROJ)]).astype(jnp.float32)
+
+
+def corridor_goal_reward(sim, action, next_sim) -> jax.Array:
+    return (next_sim.pos == next_sim.goal).astype(jnp.float32)
+
+
+def corridor_blind_obs(sim) -> jax.Array:
+    return jnp.zeros((3,), jnp.float32)
+
+
+def corridor_stay_reward(sim, action, next_sim) -> jax.Array:
+    """Pays for standing still: a policy that learns it never reaches a goal."""
+    return (action == 1).astype(jnp.float32)
+
+
+def corridor_interfaces() -> dict[str, Interface]:
+    """obs7 / obs300: good interfaces of 7 and 300 features; blind: constant obs, rewarded
+    for standing still (a bad candidate)."""
+    return {
+        "obs7": Interface(corridor_obs7, corridor_goal_reward, 7, 1, "", "obs7"),
+        "obs300": Interface(corridor_obs300, corridor_goal_reward, 300, 1, "", "obs300"),
+        "blind": Interface(corridor_blind_obs, corridor_stay_reward, 3, 1, "", "blind"),
+    }

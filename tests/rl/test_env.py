@@ -3,13 +3,12 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+from interfaces import xland_easy_goal_bonus
+from toy_tasks import Corridor
 
 import limen_jax as lj
 from limen_jax.interface import default_interface
 from limen_jax.rl.env import EnvState, ResetPool, rollout, take_fresh
-
-from interfaces import xland_easy_goal_bonus
-from toy_tasks import Corridor
 
 
 def test_goal_only_reward_reaches_the_learner_xland_easy():

@@ -60,7 +60,7 @@ def test_gae_jit_and_vmap_match_eager():
     jitted = jax.jit(compute_gae, static_argnums=(4, 5))(r, v, d, last, 0.99, 0.95, truncated=t, truncated_value=tv)
     # vmap over the batch column, one column at a time
     col = jax.vmap(
-        lambda r, v, d, l, t, tv: compute_gae(r, v, d, l, 0.99, 0.95, truncated=t, truncated_value=tv),
+        lambda r, v, d, last, t, tv: compute_gae(r, v, d, last, 0.99, 0.95, truncated=t, truncated_value=tv),
         in_axes=(1, 1, 1, 0, 1, 1),
         out_axes=1,
     )(r, v, d, last, t, tv)

@@ -1,0 +1,198 @@
+"""The batched trainer: learns, matches single runs exactly, pads correctly, cascades, shards.
+
+Everything trains the toy corridor (tests/rl/toy_tasks.py), where an update costs
+milliseconds and the compile dominates; slots share compiled programs where they can.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+from interfaces import corridor_interfaces
+from toy_tasks import Corridor, Reach1D
+
+from limen_jax.interface import default_interface
+from limen_jax.rl import BatchResult, BatchTrainer, PPOConfig, run_cascade, train_batch
+
+CFG = PPOConfig(num_envs=32, rollout_len=16, epochs=4, minibatches=4, lr=3e-3, eval_episodes=64)
+STEPS = 16 * CFG.steps_per_update  # 16 updates: the corridor is solved by then
+SEEDS = [0, 1]
+IFACES = corridor_interfaces()
+
+
+U = 4  # updates per compiled call; short runs stay within float tolerance of each other
+
+
+def _train(ifaces, chunks=1):
+    """Train ``ifaces`` x SEEDS for chunks x U updates; snapshot after the first chunk."""
+    tr = BatchTrainer(Corridor(), ifaces, CFG, len(SEEDS))
+    state = tr.init(SEEDS, U * chunks)
+    state, curves = tr.run(state, U)
+    snap = {
+        "params": jax.tree.map(np.asarray, state.params),
+        "mean": np.asarray(state.obs_stats.mean),
+        "var": np.asarray(state.obs_stats.var),
+        "curves": curves,
+        "success": tr.evaluate(state, jax.random.key(0)),
+    }
+    for _ in range(chunks - 1):
+        state, more = tr.run(state, U)
+        curves = {k: np.concatenate([curves[k], more[k]], -1) for k in curves}
+    return snap, tr, state, curves
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """obs7 and obs300 batched (then trained on to 16 updates), and each alone."""
+    mixed, tr, state, curves = _train([IFACES["obs7"], IFACES["obs300"]], chunks=4)
+    return {
+        "mixed": mixed,
+        "mixed_full": (tr.evaluate(state, jax.random.key(0)), curves, tr),
+        "obs7": _train([IFACES["obs7"]])[0],
+        "obs300": _train([IFACES["obs300"]])[0],
+    }
+
+
+def test_ppo_solves_the_corridor_with_obs_sizes_7_and_300(runs):
+    success, curves, tr = runs["mixed_full"]
+    # a random walk succeeds ~4% of the time
+    assert success.shape == (2, 2) and success.min() >= 0.9, success
+    assert curves["success"].shape == (2, 2, 16)
+    assert np.nanmean(curves["success"][:, :, -4:]) >= 0.9
+    assert tr.compile_s > 0
+
+
+def test_batched_equals_training_each_candidate_alone(runs):
+    mixed = runs["mixed"]
+    for k, name in enumerate(("obs7", "obs300")):
+        one, dim = runs[name], IFACES[name].obs_dim
+        np.testing.assert_array_equal(mixed["success"][k], one["success"][0])
+        for curve in ("return", "success", "episode_length", "episodes"):
+            np.testing.assert_allclose(mixed["curves"][curve][k], one["curves"][curve][0], rtol=1e-5, atol=1e-6)
+        for curve in ("value_loss", "entropy", "approx_kl"):
+            np.testing.assert_allclose(mixed["curves"][curve][k], one["curves"][curve][0], rtol=1e-3, atol=1e-5)
+        layers = mixed["params"]["params"]
+        for layer, p in layers.items():
+            kernel, alone_kernel = p["kernel"][k], one["params"]["params"][layer]["kernel"][0]
+            if layer in ("actor_0", "critic_0"):
+                kernel = kernel[:, :dim]
+            np.testing.assert_allclose(kernel, alone_kernel, rtol=1e-4, atol=1e-5, err_msg=layer)
+        np.testing.assert_allclose(mixed["mean"][k][:, :dim], one["mean"][0], rtol=1e-5, atol=1e-6)
+
+
+def test_padded_features_never_reach_the_network(runs):
+    # obs7 sits padded to 300 next to obs300: its input rows past 7 stay exactly 0 and
+    # its normalisation statistics there stay exactly (0, 1)
+    mixed = runs["mixed"]
+    for layer in ("actor_0", "critic_0"):
+        kernel = mixed["params"]["params"][layer]["kernel"]
+        assert kernel.shape[-2] == 300
+        assert np.abs(kernel[0, :, 7:]).max() == 0.0
+        assert np.abs(kernel[1, :, 7:]).max() > 0.0
+    assert np.abs(mixed["mean"][0, :, 7:]).max() == 0.0
+    assert np.abs(mixed["var"][0, :, 7:] - 1.0).max() == 0.0
+    assert np.abs(mixed["mean"][1, :, 13:]).max() > 0.0  # obs300's statistics cover all its features
+
+
+def test_cascade_gates_and_continues_the_short_run(runs):
+    """The blind candidate stops after the short run; the good one goes on with both
+    seeds, its first seed continued from the short run: the result equals training
+    each seed for the full budget from scratch."""
+    results = run_cascade(Corridor(), [IFACES["blind"], IFACES["obs7"]], config=CFG,
+                          short_steps=2 * CFG.steps_per_update, full_steps=U * CFG.steps_per_update,
+                          seeds=SEEDS, threshold=0.1)  # fmt: skip
+    blind, good = results
+    assert blind.stage == "short" and not blind.passed and blind.short_success < 0.1
+    assert blind.success_per_seed.shape == (1,) and blind.curves["success"].shape == (2,)
+    assert good.stage == "full" and good.passed and good.short_success >= 0.1
+    full = runs["obs7"]
+    np.testing.assert_array_equal(good.success_per_seed, full["success"][0])
+    for curve in ("return", "success", "episodes"):
+        np.testing.assert_allclose(good.curves_per_seed[curve], full["curves"][curve][0], rtol=1e-5, atol=1e-6)
+    assert good.steps == U * CFG.steps_per_update and good.curves["success"].shape == (U,)
+    fb = good.feedback
+    assert fb["success_per_seed"] == [round(float(x), 4) for x in full["success"][0]]
+    assert fb["trend"] in ("improving", "flat", "declining") and isinstance(fb["plateau"], bool)
+
+
+def test_feedback_summarises_the_learning_curve(runs):
+    success, curves, tr = runs["mixed_full"]
+    batch = BatchResult(tr.names, SEEDS, success, success, curves, 16 * CFG.steps_per_update, 1.0, 0.5)
+    fb = batch.feedback(0)
+    assert fb["name"] == "obs7" and len(fb["success_curve"]) == 10 and len(fb["return_curve"]) == 10
+    assert fb["success_curve"][-1] > fb["success_curve"][0] and fb["trend"] in ("improving", "flat")
+    assert fb["seed_spread"] == pytest.approx(float(success[0].max() - success[0].min()))
+    json.dumps(fb)
+    const = {"success": np.full((1, 1, 20), 0.5), "return": np.full((1, 1, 20), 2.0)}
+    flat = BatchResult(["x"], [0], np.zeros((1, 1)), np.zeros((1, 1)), const, 10, 1.0, 0.5)
+    assert flat.feedback(0)["trend"] == "flat" and flat.feedback(0)["plateau"]
+    rising = BatchResult(["x"], [0], np.zeros((1, 1)), np.zeros((1, 1)),
+                         {"success": np.linspace(0, 1, 20)[None, None], "return": np.linspace(0, 5, 20)[None, None]},
+                         10, 1.0, 0.5)  # fmt: skip
+    assert rising.feedback(0)["trend"] == "improving" and not rising.feedback(0)["plateau"]
+
+
+def test_gru_actor_critic_learns():
+    cfg = CFG.replace(network="gru", epochs=2, minibatches=2, gru_encoder=(32, 32), gru_action_embed=4,
+                      gru_hidden=32, gru_head_hidden=32)  # fmt: skip
+    result = train_batch(Corridor(), [IFACES["obs7"]], seeds=[0], total_steps=STEPS, config=cfg)
+    assert result.success[0, 0] >= 0.9, result.summary()
+
+
+def test_tanh_gaussian_policy_learns_continuous_reaching():
+    task = Reach1D()
+    cfg = CFG.replace(rollout_len=10, gamma=0.9, ent_coef=0.0)
+    result = train_batch(task, [default_interface(task)], seeds=[0], total_steps=40 * 320, config=cfg)
+    # a random policy lands within 0.1 of the target ~8% of the time
+    assert result.success[0, 0] >= 0.5, result.summary()
+
+
+_SHARDED = """
+import json, sys
+sys.path.insert(0, {here!r})
+import jax
+from interfaces import corridor_interfaces
+from toy_tasks import Corridor
+from limen_jax.rl import BatchTrainer, PPOConfig
+cfg = PPOConfig(**{cfg!r})
+i = corridor_interfaces()
+assert len(jax.devices()) == 2
+assert BatchTrainer(Corridor(), [i["obs7"]], cfg, 2).mesh is not None
+tr = BatchTrainer(Corridor(), [i["obs7"], i["obs300"]], cfg, 2)
+assert tr.mesh is not None
+state, curves = tr.run(tr.init({seeds!r}, {u}), {u})
+success = tr.evaluate(state, jax.random.key(0))
+print(json.dumps({{"success": success.tolist(), "ret": curves["return"].tolist()}}))
+"""
+
+
+def test_seed_axis_sharded_over_two_cpu_devices_gives_the_same_result(runs):
+    code = _SHARDED.format(here=os.path.dirname(__file__), cfg=CFG.to_dict(), seeds=SEEDS, u=U)
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    np.testing.assert_array_equal(np.asarray(got["success"]), runs["mixed"]["success"])
+    np.testing.assert_allclose(np.asarray(got["ret"], np.float32), runs["mixed"]["curves"]["return"], rtol=1e-5,
+                               atol=1e-6)  # fmt: skip
+
+
+def test_config_validation_and_presets():
+    with pytest.raises(ValueError):
+        PPOConfig(num_envs=30, rollout_len=1, minibatches=4)
+    with pytest.raises(ValueError):
+        CFG.replace(no_such_field=1)
+    paper = PPOConfig.preset("xland_hard", "paper")
+    shape = (paper.network, paper.num_envs, paper.rollout_len, paper.epochs, paper.minibatches)
+    assert shape == ("gru", 8192, 16, 1, 16)
+    assert paper.gru_hidden == 512 and paper.anneal_lr and not paper.feed_prev_reward
+    cpu = PPOConfig.preset("xland_easy", "cpu")
+    assert (cpu.num_envs, cpu.rollout_len, cpu.epochs, cpu.minibatches, cpu.lr) == (256, 16, 4, 4, 1e-3)
+    assert cpu.actor_hidden == (64, 64) and cpu.vf_clip is None and cpu.adv_norm == "minibatch"
+    assert PPOConfig.preset("go1_push", "paper").gamma == 0.97
+    assert PPOConfig.from_dict(cpu.to_dict()) == cpu
+    assert jax.tree.leaves(cpu.to_dict())  # plain data
