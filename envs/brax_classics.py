@@ -24,9 +24,12 @@ import jax.numpy as jnp
 
 from limen_jax.task import Box, Task, TaskState
 
-# "generalized" is Brax's default backend and the fastest that runs these envs on this
-# CPU with jax 0.10 (docs/tasks.md has the measurements).
-BACKEND = "generalized"
+# Physics backend per task: the fastest on this CPU with jax 0.10 (random actions, 64 envs,
+# docs/tasks.md): MJX (impl "jax") for the 3-D ant and humanoid (ant 4.9 k vs 1.9 k steps/s
+# for "generalized", humanoid 3.2 k vs 1.1 k); "generalized" for the planar ones, where
+# MJX's default solver settings made walker2d (3.3 k vs 0.65 k) and halfcheetah (1.3 k vs
+# 0.6 k) slower.
+MJX, GENERALIZED = "mjx", "generalized"
 
 _CONTEXT = """\
 ## Environment: Brax {title} ({backend} backend)
@@ -81,14 +84,17 @@ class BraxTask(Task):
     qd_desc = ""
     actions = ""
     native = ""
+    backend = GENERALIZED
     episode_length = 1000
     params = {"success_velocity": 1.0}
 
     def __init__(self, **params: float) -> None:
         super().__init__(**params)
         from brax import envs
+        from limen_envs.mujoco_common import patch_mjx_tree_scan
 
-        self.env = envs.get_environment(self.env_name, backend=BACKEND)
+        patch_mjx_tree_scan()
+        self.env = envs.get_environment(self.env_name, backend=self.backend)
         self.action_space = Box(int(self.env.action_size), -1.0, 1.0)
         self.dt = float(self.env.dt)
         self.success_distance = float(self.params["success_velocity"]) * self.episode_length * self.dt
@@ -143,7 +149,7 @@ class BraxTask(Task):
         ps = shapes.pipeline_state
         return _CONTEXT.format(
             title=self.title,
-            backend=BACKEND,
+            backend=self.backend,
             summary=self.summary,
             horizon=self.episode_length,
             healthy=self.healthy,
@@ -160,7 +166,7 @@ class BraxTask(Task):
             y="" if self.env_name in ("hopper", "walker2d", "halfcheetah") else ", y",
             native=self.native,
             metrics=", ".join(f"`{k}`" for k in sorted(shapes.metrics)),
-            act_dim=self.action_space.dim,
+            act_dim=int(self.env.action_size),
             actions=self.actions,
         )
 
@@ -171,6 +177,7 @@ class Ant(BraxTask):
     name = "ant"
     description = "Brax ant (quadruped, 8 torques): run forward at >= 1 m/s mean over 1000 steps"
     env_name = "ant"
+    backend = MJX
     title = "Ant"
     summary = "A four-legged ant (torso with a free joint, 4 legs of 2 hinges) must run in +x."
     healthy = " (it is unhealthy, and the episode ends, when the torso's z leaves [0.2, 1.0])"
@@ -186,6 +193,7 @@ class Humanoid(BraxTask):
     name = "humanoid"
     description = "Brax humanoid (17 torques): walk forward at >= 1 m/s mean over 1000 steps"
     env_name = "humanoid"
+    backend = MJX
     title = "Humanoid"
     summary = "A 3-D humanoid (torso with a free joint, abdomen, arms and legs) must walk in +x."
     healthy = " (it is unhealthy, and the episode ends, when the torso's z leaves [1.0, 2.0])"

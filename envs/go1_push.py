@@ -27,7 +27,7 @@ import numpy as np
 from limen_envs.mujoco_common import MjxSim, patch_mjx_tree_scan, quat_to_yaw, sensor_slice, use_offline_menagerie
 from mujoco import mjx
 
-from limen_jax.task import Box, Task, TaskState
+from limen_jax.task import Box, Task, TaskState, Transition
 
 CTRL_DT = 0.02
 SIM_DT = 0.004
@@ -160,17 +160,7 @@ class Go1Push(Task):
         info = state.sim.info
         action = jnp.asarray(action, jnp.float32)
         step_count = info["step_count"] + 1
-        phase = step_count % self._interval
-        at_push_start = phase == 0
-        push_active = phase < PUSH_DURATION
-
-        k_angle, k_mag = jax.random.split(jax.random.fold_in(info["rng"], step_count))
-        angle = jax.random.uniform(k_angle, (), jnp.float32, 0.0, 2.0 * jnp.pi)
-        magnitude = self._force_scale * jax.random.uniform(k_mag, (), jnp.float32, PUSH_MIN, PUSH_MAX)
-        new_force = jnp.stack([jnp.cos(angle), jnp.sin(angle), jnp.asarray(0.1, jnp.float32)]) * magnitude
-        push_force = jnp.where(at_push_start, new_force, info["push_force"])
-        applied = jnp.where(push_active, push_force, 0.0)
-
+        push_force, applied, at_push_start = self.push(info["rng"], step_count, info["push_force"])
         xfrc = jnp.zeros((self.mj_model.nbody, 6), jnp.float32).at[self._torso, :3].set(applied)
         data = state.sim.data.replace(xfrc_applied=xfrc)
         data = self._physics(data, self._default_pose + ACTION_SCALE * action)
@@ -187,6 +177,24 @@ class Go1Push(Task):
         sim = MjxSim(data=data, info=self._with_sensors(data, new_info))
         done = self._fallen(sim)
         return TaskState(sim=sim, done=done, success=state.success | self._succeeded(sim))
+
+    def push(
+        self, rng: jax.Array, step_count: jax.Array, last_force: jax.Array
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """The push schedule at (post-increment) ``step_count``.
+
+        Returns (push_force float32[3]: the latest drawn force, kept between pushes;
+        applied float32[3]: the force on the torso this step; at_push_start bool[]).
+        """
+        phase = step_count % self._interval
+        at_push_start = phase == 0
+        k_angle, k_mag = jax.random.split(jax.random.fold_in(rng, step_count))
+        angle = jax.random.uniform(k_angle, (), jnp.float32, 0.0, 2.0 * jnp.pi)
+        magnitude = self._force_scale * jax.random.uniform(k_mag, (), jnp.float32, PUSH_MIN, PUSH_MAX)
+        new_force = jnp.stack([jnp.cos(angle), jnp.sin(angle), jnp.asarray(0.1, jnp.float32)]) * magnitude
+        push_force = jnp.where(at_push_start, new_force, last_force)
+        applied = jnp.where(phase < PUSH_DURATION, push_force, 0.0)
+        return push_force, applied, at_push_start
 
     def _physics(self, data: Any, ctrl: jax.Array) -> Any:
         def substep(d: Any, _: None) -> tuple[Any, None]:
@@ -205,6 +213,11 @@ class Go1Push(Task):
             "height": data.qpos[2],
             "heading": quat_to_yaw(data.qpos[3:7]),
         }
+
+    def sample_transitions(self, key: jax.Array, num: int, horizon: int | None = None) -> Transition:
+        """Random-action transitions from rollouts long enough to include the first push
+        (the default 64 steps end before step ``push_interval``)."""
+        return super().sample_transitions(key, num, horizon or self._interval + 2 * PUSH_DURATION)
 
     # --- success ----------------------------------------------------------------------
 

@@ -26,9 +26,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import mujoco
+from limen_envs.mujoco_common import ASSETS_DIR, MjxSim, patch_mjx_tree_scan
 from mujoco import mjx
 
-from limen_envs.mujoco_common import ASSETS_DIR, MjxSim, patch_mjx_tree_scan
 from limen_jax.task import Box, Task, TaskState
 
 CTRL_DT = 0.02

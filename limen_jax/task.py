@@ -189,6 +189,13 @@ _REGISTRY: dict[str, TaskFactory | str] = {
     "xland_easy": "limen_envs.xland:XLandEasy",
     "xland_medium": "limen_envs.xland:XLandMedium",
     "xland_hard": "limen_envs.xland:XLandHard",
+    "go1_push": "limen_envs.go1_push:Go1Push",
+    "panda_track": "limen_envs.panda_track:PandaTrack",
+    "ant": "limen_envs.brax_classics:Ant",
+    "humanoid": "limen_envs.brax_classics:Humanoid",
+    "hopper": "limen_envs.brax_classics:Hopper",
+    "walker2d": "limen_envs.brax_classics:Walker2d",
+    "halfcheetah": "limen_envs.brax_classics:Halfcheetah",
 }
 
 

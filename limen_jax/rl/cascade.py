@@ -24,7 +24,7 @@ import numpy as np
 from limen_jax.interface import Interface
 from limen_jax.rl.config import PPOConfig
 from limen_jax.rl.result import BatchResult
-from limen_jax.rl.trainer import BatchTrainer
+from limen_jax.rl.trainer import BatchTrainer, train_batch
 from limen_jax.task import Task
 
 
@@ -68,7 +68,7 @@ def run_cascade(
     """Run the cascade over ``interfaces``; one result per interface, in order.
 
     Budgets are env steps per seed, rounded down to whole updates. A short budget at
-    least the full one means a single stage (every candidate goes on regardless).
+    least the full one means a single full stage for every candidate (short_success NaN).
     """
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
     if not seed_list:
@@ -76,14 +76,17 @@ def run_cascade(
     full_u = config.num_updates(full_steps)
     short_u = min(config.num_updates(short_steps), full_u)
     key = jax.random.key(eval_key)
+    if short_u >= full_u:  # no gate: one full stage
+        batch = train_batch(task, interfaces, seeds=seed_list, total_steps=full_steps, config=config,
+                            eval_key=eval_key)  # fmt: skip
+        return [_result(batch, k, "full", True, float("nan")) for k in range(len(interfaces))]
 
     t0 = time.perf_counter()
     first = BatchTrainer(task, interfaces, config, 1)
     state1 = first.init(seed_list[:1], full_u)
     state1, curves1 = first.run(state1, short_u)
     success1, returns1 = first.evaluate_full(state1, key)
-    gate = short_u < full_u
-    survivors = [k for k in range(len(interfaces)) if not gate or success1[k, 0] >= threshold]
+    survivors = [k for k in range(len(interfaces)) if success1[k, 0] >= threshold]
     stage1 = BatchResult(
         names=first.names, seeds=seed_list[:1], success=success1, final_return=returns1, curves=curves1,
         steps=short_u * config.steps_per_update, wall_s=time.perf_counter() - t0, compile_s=first.compile_s,

@@ -57,7 +57,7 @@ def evaluate_slots(trainer: BatchTrainer, state: TrainState, key: jax.Array) -> 
         ks = slots(lambda k: jax.random.split(k, 2))(c.key)
         key, k = ks[:, :, 0], ks[:, :, 1]
         obs = trainer._normalize(state.obs_stats, c.env.obs)
-        carry, dist, _ = slots(net.step)(state.params, c.carry, obs, c.prev_action, c.prev_reward, c.env.t == 0)
+        carry, dist, _ = slots(trainer._step)(state.params, c.carry, obs, c.prev_action, c.prev_reward, c.env.t == 0)
         raw = net.dist.mode(dist) if cfg.eval_deterministic else slots(net.dist.sample)(k, dist)
         action = net.dist.to_env(raw)
         # no reset: one episode per environment; finished ones are masked out

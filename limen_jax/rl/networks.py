@@ -290,9 +290,10 @@ class ActorCritic:
     ) -> tuple[jax.Array, jax.Array, jax.Array]:
         """Time-major [T, B, ...] inputs -> (final carry, dist params [T, B, P], value [T, B])."""
         if not self.recurrent:
-            dist, value = self.module.apply(params, obs)
-            return carry, dist, value
-        return self.module.apply(params, carry, obs, prev_action, prev_reward, first)  # type: ignore[no-any-return]
+            mlp: Any = self.module.apply(params, obs)
+            return carry, mlp[0], mlp[1]
+        out: Any = self.module.apply(params, carry, obs, prev_action, prev_reward, first)
+        return out[0], out[1], out[2]
 
     def step(
         self,

@@ -38,11 +38,6 @@ class BatchResult:
     def success_mean(self) -> np.ndarray:
         return self.success.mean(axis=1)
 
-    @property
-    def steps_per_update(self) -> int:
-        updates = next(iter(self.curves.values())).shape[-1] if self.curves else 1
-        return self.steps // max(updates, 1)
-
     def feedback(self, k: int) -> dict[str, Any]:
         """Training feedback for candidate ``k`` (plain data, for prompts and logs).
 

@@ -40,9 +40,10 @@ from limen_jax.rl.env import (
     tree_where,
     vmap_lead,
 )
-from limen_jax.rl.losses import compute_gae, ppo_loss
+from limen_jax.rl.losses import compute_gae
 from limen_jax.rl.networks import ActorCritic
 from limen_jax.rl.normalize import Moments, ObsStats, batch_moments, init_stats, normalize, update_stats
+from limen_jax.rl.ppo import Batch, FlatTree, ppo_update
 from limen_jax.rl.result import BatchResult
 from limen_jax.task import Task
 
@@ -55,7 +56,7 @@ def enable_compilation_cache() -> None:
     path = os.environ.get("LIMEN_JAX_XLA_CACHE", os.path.expanduser("~/.cache/limen_jax/xla"))
     if path == "off":
         return
-    if jax.config.jax_compilation_cache_dir is None:
+    if jax.config.jax_compilation_cache_dir is None:  # type: ignore[attr-defined]
         jax.config.update("jax_compilation_cache_dir", path)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
 
@@ -72,7 +73,7 @@ class TrainState(struct.PyTreeNode):
     seed: int32, the seed the slot's randomness derives from.
     """
 
-    params: PyTree
+    params: jax.Array  # float32[K, S, P]: the network parameters, flattened (FlatTree)
     opt_state: PyTree
     obs_stats: ObsStats
     env: EnvState
@@ -85,18 +86,15 @@ class TrainState(struct.PyTreeNode):
     seed: jax.Array
 
 
-class Batch(struct.PyTreeNode):
-    """One rollout of one slot, time-major [T, N, ...]; ``obs`` is what the network saw."""
+class RolloutCarry(struct.PyTreeNode):
+    """The rollout scan's carry; leaves [K, S, ...] (pool None when reset_pool = 0)."""
 
-    obs: jax.Array
-    first: jax.Array
+    env: EnvState
+    carry: jax.Array
     prev_action: jax.Array
     prev_reward: jax.Array
-    action: jax.Array
-    log_prob: jax.Array
-    value: jax.Array
-    advantage: jax.Array
-    target: jax.Array
+    pool: ResetPool | None
+    key: jax.Array
 
 
 METRICS = (
@@ -145,6 +143,11 @@ class BatchTrainer:
         self.optimizer = optax.chain(
             optax.clip_by_global_norm(config.max_grad_norm), optax.scale_by_adam(eps=config.adam_eps)
         )
+        # Parameters and Adam moments live as one flat vector per slot: the optimiser,
+        # the gradient clip and the freeze-select then compile to a handful of kernels
+        # instead of a few per parameter leaf (XLA's CPU compile time scales with those).
+        template = jax.eval_shape(lambda k: self.net.pad_inputs(self.net.init(k, 1), self.width), jax.random.key(0))
+        self.flat = FlatTree(template)
         self.compile_s = 0.0
         self._compiled: dict[tuple[str, int], Any] = {}
         devices = jax.devices()
@@ -158,8 +161,14 @@ class BatchTrainer:
 
     # --- initial state ------------------------------------------------------------------
 
-    def init(self, seeds: Sequence[int], total_updates: int) -> TrainState:
-        """Fresh slots for ``seeds`` (length S), every candidate; budgets ``total_updates``."""
+    def init(self, seeds: Sequence[int], total_updates: int | None = None) -> TrainState:
+        """Fresh slots for ``seeds`` (length S), every candidate.
+
+        total_updates: each slot's budget (it freezes once reached) and the horizon of
+        learning-rate annealing; None = unbounded (then ``anneal_lr`` has no effect).
+        """
+        if total_updates is None:
+            total_updates = 2**30
         seeds = [int(s) for s in seeds]
         if len(seeds) != self.num_seeds:
             raise ValueError(f"expected {self.num_seeds} seeds, got {len(seeds)}")
@@ -173,11 +182,12 @@ class BatchTrainer:
         keys = jax.vmap(jax.random.key)(seeds)
         k_init, k_env, k_train = jnp.moveaxis(jax.vmap(lambda k: jax.random.split(k, 3))(keys), 1, 0)
         # each candidate's networks are initialised at its own obs_dim, then padded
-        params = [
-            jax.vmap(lambda k, d=d: self.net.pad_inputs(self.net.init(k, d), self.width))(k_init)
-            for d in self.iface.dims
-        ]
-        params = jax.tree.map(lambda *xs: jnp.stack(xs), *params)
+        params = jnp.stack(
+            [
+                jax.vmap(lambda k, d=d: self.flat.ravel(self.net.pad_inputs(self.net.init(k, d), self.width)))(k_init)
+                for d in self.iface.dims
+            ]
+        )
         opt_state = vmap_lead(self.optimizer.init, 2)(params)
         del k_env  # kept so that the key derivation stays fixed
         # Placeholder environments (t = -1): the first update starts them from its reset
@@ -267,26 +277,18 @@ class BatchTrainer:
             starts = self.env.reset(slots(lambda k: jax.random.split(k, N))(k_pool))
         env0 = tree_where(unstarted, starts, env0)
 
-        class Carry(struct.PyTreeNode):
-            env: EnvState
-            carry: jax.Array
-            prev_action: jax.Array
-            prev_reward: jax.Array
-            pool: ResetPool | None
-            key: jax.Array
-
-        def fresh_starts(c: Carry, k_reset: jax.Array):
+        def fresh_starts(c: RolloutCarry, k_reset: jax.Array):
             if c.pool is None:
                 reset_keys = slots(lambda k: jax.random.split(k, N))(k_reset)
                 return lambda end: (self.env.reset(reset_keys), None)
             return lambda end: slots(take_fresh)(c.pool, end)
 
-        def env_step(c: Carry, _: None) -> tuple[Carry, tuple[Batch, dict[str, jax.Array], Moments]]:
+        def env_step(c: RolloutCarry, _: None) -> tuple[RolloutCarry, tuple[Batch, dict[str, jax.Array], Moments]]:
             ks = slots(lambda k: jax.random.split(k, 3))(c.key)
             key, k_act, k_reset = ks[:, :, 0], ks[:, :, 1], ks[:, :, 2]
             obs = self._normalize(ts.obs_stats, c.env.obs)
             first = c.env.t == 0
-            carry, dist, value = slots(net.step)(ts.params, c.carry, obs, c.prev_action, c.prev_reward, first)
+            carry, dist, value = slots(self._step)(ts.params, c.carry, obs, c.prev_action, c.prev_reward, first)
             raw = slots(net.dist.sample)(k_act, dist)
             log_prob = net.dist.log_prob(dist, raw)
             action = net.dist.to_env(raw)
@@ -294,7 +296,7 @@ class BatchTrainer:
             # V of the true (pre-reset) next state, to bootstrap where the horizon cut
             next_obs = self._normalize(ts.obs_stats, info.next_obs)
             no = jnp.zeros_like(first)
-            _, _, next_value = slots(net.step)(ts.params, carry, next_obs, action, info.reward, no)
+            _, _, next_value = slots(self._step)(ts.params, carry, next_obs, action, info.reward, no)
             end = info.episode_end
             batch = Batch(
                 obs=obs,
@@ -318,17 +320,17 @@ class BatchTrainer:
                 "ep_length": jnp.where(end, info.episode_length, 0).astype(jnp.float32),
             }
             moments = slots(batch_moments)(c.env.obs)
-            nxt = Carry(env, carry, action, info.reward, pool if c.pool is not None else None, key)
+            nxt = RolloutCarry(env, carry, action, info.reward, pool, key)
             return nxt, (batch, extra, moments)
 
         carry0 = ts.carry
-        c0 = Carry(env0, ts.carry, ts.prev_action, ts.prev_reward, pool, k_roll)
+        c0 = RolloutCarry(env0, ts.carry, ts.prev_action, ts.prev_reward, pool, k_roll)
         c, (batch, extra, moments) = jax.lax.scan(env_step, c0, None, length=cfg.rollout_len)
         # time-major [T, K, S, N] -> per slot [K, S, T, N]
         batch, extra = jax.tree.map(lambda x: jnp.moveaxis(x, 0, 2), (batch, extra))
 
         obs = self._normalize(ts.obs_stats, c.env.obs)
-        _, _, last_value = slots(net.step)(ts.params, c.carry, obs, c.prev_action, c.prev_reward, c.env.t == 0)
+        _, _, last_value = slots(self._step)(ts.params, c.carry, obs, c.prev_action, c.prev_reward, c.env.t == 0)
 
         def gae(e: dict[str, jax.Array], value: jax.Array, last: jax.Array) -> tuple[jax.Array, jax.Array]:
             return compute_gae(
@@ -341,7 +343,8 @@ class BatchTrainer:
 
         frac = 1.0 - ts.update.astype(jnp.float32) / jnp.maximum(ts.total_updates, 1).astype(jnp.float32)
         lr = cfg.lr * (jnp.clip(frac, 0.0, 1.0) if cfg.anneal_lr else jnp.ones_like(frac))
-        params, opt_state, losses = slots(self._ppo)(ts.params, ts.opt_state, batch, carry0, k_ppo, lr)
+        ppo = lambda *a: ppo_update(net, self.optimizer, self.flat, cfg, *a)  # noqa: E731
+        params, opt_state, losses = slots(ppo)(ts.params, ts.opt_state, batch, carry0, k_ppo, lr)
 
         mask = jnp.broadcast_to(jnp.asarray(self.iface.mask)[:, None, :], (K, S, self.width))
         step_moments = jax.tree.map(lambda x: jnp.moveaxis(x, 0, 2), moments)
@@ -377,57 +380,13 @@ class BatchTrainer:
         metrics = {k: jnp.where(active, v, jnp.nan) for k, v in metrics.items()}
         return new, metrics
 
-    def _ppo(
-        self,
-        params: PyTree,
-        opt_state: PyTree,
-        batch: Batch,
-        carry0: jax.Array,
-        key: jax.Array,
-        lr: jax.Array,
-    ) -> tuple[PyTree, PyTree, dict[str, jax.Array]]:
-        """Epochs x minibatches of PPO on one slot's rollout ([T, N] leaves)."""
-        cfg, net = self.config, self.net
-        T, N = batch.value.shape
-        if cfg.adv_norm == "batch":
-            a = batch.advantage
-            batch = batch.replace(advantage=(a - a.mean()) / (a.std() + 1e-8))
-        if not net.recurrent:
-            # the MLP sees independent transitions: one "sequence" of T x N samples
-            batch = jax.tree.map(lambda x: x.reshape((1, T * N) + x.shape[2:]), batch)
-            carry0 = jnp.zeros((T * N, 0), jnp.float32)
-        width = batch.value.shape[1]
-        M = cfg.minibatches
+    def _step(self, params: jax.Array, *args: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """:meth:`ActorCritic.step` on one slot's flat parameters."""
+        return self.net.step(self.flat.unravel(params), *args)
 
-        def loss_fn(p: PyTree, mb: Batch, h0: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
-            _, dist, value = net.sequence(p, h0, mb.obs, mb.prev_action, mb.prev_reward, mb.first)
-            log_prob = net.dist.log_prob(dist, mb.action)
-            return ppo_loss(
-                log_prob.ravel(), mb.log_prob.ravel(), mb.advantage.ravel(), value.ravel(),
-                mb.value.ravel(), mb.target.ravel(), net.dist.entropy(dist).ravel(),
-                clip_eps=cfg.clip_eps, vf_clip=cfg.vf_clip, vf_coef=cfg.vf_coef, ent_coef=cfg.ent_coef,
-                normalize_advantages=cfg.adv_norm == "minibatch",
-            )  # fmt: skip
-
-        grad_fn = jax.grad(loss_fn, has_aux=True)
-
-        def minibatch(carry: tuple[PyTree, PyTree], mb: tuple[Batch, jax.Array]):
-            p, o = carry
-            grads, metrics = grad_fn(p, *mb)
-            updates, o = self.optimizer.update(grads, o, p)
-            p = optax.apply_updates(p, jax.tree.map(lambda u: -lr * u, updates))
-            return (p, o), metrics
-
-        def epoch(carry: tuple[PyTree, PyTree], k: jax.Array):
-            perm = jax.random.permutation(k, width)
-            split = lambda x: jnp.moveaxis(  # noqa: E731
-                jnp.take(x, perm, axis=1).reshape((x.shape[0], M, width // M) + x.shape[2:]), 1, 0
-            )
-            mbs = (jax.tree.map(split, batch), jnp.take(carry0, perm, 0).reshape((M, width // M, -1)))
-            return jax.lax.scan(minibatch, carry, mbs)
-
-        (params, opt_state), metrics = jax.lax.scan(epoch, (params, opt_state), jax.random.split(key, cfg.epochs))
-        return params, opt_state, jax.tree.map(jnp.mean, metrics)
+    def params_tree(self, state: TrainState) -> PyTree:
+        """The parameters as the network's pytree, leaves [K, S, ...]."""
+        return vmap_lead(self.flat.unravel, 2)(state.params)
 
     # --- evaluation ---------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ def _train(ifaces, chunks=1):
     state = tr.init(SEEDS, U * chunks)
     state, curves = tr.run(state, U)
     snap = {
-        "params": jax.tree.map(np.asarray, state.params),
+        "params": jax.tree.map(np.asarray, tr.params_tree(state)),
         "mean": np.asarray(state.obs_stats.mean),
         "var": np.asarray(state.obs_stats.var),
         "curves": curves,
