@@ -30,7 +30,7 @@ __version__ = "0.1.0"
 # Loaded on first use: `python -m limen_jax.evolve` must not find its module imported
 # by the package already, and `lj.evolve(...)` calls the (callable) module.
 _LAZY = {"evolve": ("limen_jax.evolve", None), "resume": ("limen_jax.evolve", "resume"),
-         "RunResult": ("limen_jax.evolve", "RunResult")}
+         "RunResult": ("limen_jax.evolve", "RunResult"), "train": ("limen_jax.rl", "train")}
 
 
 def __getattr__(name: str) -> Any:
