@@ -145,20 +145,42 @@ placed = (action == 4) * holds(state, *CARRY) * (1.0 - holds(next_state, *CARRY)
 """
 
 
+# Medium and hard share the placement structure: carry CARRY, put it down next to ANCHOR.
+def _placement_goal(weight: float) -> Term:
+    return Term("goal", _PLACED + "t_goal = placed * near(next_state.grid, fy, *ANCHOR)", weight)
+
+
+def _placement_terms(ready: float, bad_drop: float) -> tuple[Term, Term]:
+    return (
+        Term(
+            "ready_putdown",
+            "fy = front_yx(next_state)\n"
+            "t_ready_putdown = holds(next_state, *CARRY) * near(next_state.grid, fy, *ANCHOR)"
+            " * (next_state.grid[fy[0], fy[1], 0] == FLOOR)",
+            ready,
+        ),
+        Term("bad_drop", _PLACED + "t_bad_drop = -placed * (1.0 - near(next_state.grid, fy, *ANCHOR))", bad_drop),
+    )
+
+
+def _front_by_anchor(name: str) -> Feature:
+    return Feature(
+        f"front_by_{name}",
+        "fy = front_yx(state)\n"
+        f"f_front_by_{name} = jnp.array([near(state.grid, fy, *ANCHOR),"
+        " (state.grid[fy[0], fy[1], 0] == FLOOR).astype(jnp.float32)])",
+    )
+
+
 def medium() -> Catalog:
     prelude = _HELPERS + "HORIZON = 80.0\nCARRY = (5, 5)\nANCHOR = (4, 2)\n"
     feats = _generic_features({"pyramid": (5, 5), "square": (4, 2)})
     feats += [
         Feature("holding_pyramid", "f_holding_pyramid = jnp.array([holds(state, *CARRY)])"),
-        Feature(
-            "front_by_square",
-            "fy = front_yx(state)\n"
-            "f_front_by_square = jnp.array([near(state.grid, fy, *ANCHOR),"
-            " (state.grid[fy[0], fy[1], 0] == FLOOR).astype(jnp.float32)])",
-        ),
+        _front_by_anchor("square"),
     ]
     terms = [
-        Term("goal", _PLACED + "t_goal = placed * near(next_state.grid, fy, *ANCHOR)", 10.0),
+        _placement_goal(10.0),
         Term("pickup", "t_pickup = (1.0 - holds(state, *CARRY)) * holds(next_state, *CARRY)", 2.0),
         _approach("pyramid", "*CARRY", "1.0 - holds(state, *CARRY)"),
         Term(
@@ -166,14 +188,7 @@ def medium() -> Catalog:
             "t_approach_square = holds(state, *CARRY) * (dist_to(state, *ANCHOR) - dist_to(next_state, *ANCHOR))",
             0.5,
         ),
-        Term(
-            "ready_putdown",
-            "fy = front_yx(next_state)\n"
-            "t_ready_putdown = holds(next_state, *CARRY) * near(next_state.grid, fy, *ANCHOR)"
-            " * (next_state.grid[fy[0], fy[1], 0] == FLOOR)",
-            0.2,
-        ),
-        Term("bad_drop", _PLACED + "t_bad_drop = -placed * (1.0 - near(next_state.grid, fy, *ANCHOR))", 1.0),
+        *_placement_terms(0.2, 1.0),
         _STEP_COST,
     ]
     return Catalog(prelude, tuple(feats), tuple(terms), required_terms=("goal",), dense_terms=("approach_pyramid",))
@@ -195,12 +210,7 @@ def hard() -> Catalog:
             "target_rel",
             "f_target_rel = (target_yx(state) - agent_yx(state)) / state.grid.shape[0]",
         ),
-        Feature(
-            "front_by_hex",
-            "fy = front_yx(state)\n"
-            "f_front_by_hex = jnp.array([near(state.grid, fy, *ANCHOR),"
-            " (state.grid[fy[0], fy[1], 0] == FLOOR).astype(jnp.float32)])",
-        ),
+        _front_by_anchor("hex"),
         Feature(
             "front_door",
             "fy = front_yx(state)\n"
@@ -215,7 +225,7 @@ def hard() -> Catalog:
         ),
     ]
     terms = [
-        Term("goal", _PLACED + "t_goal = placed * near(next_state.grid, fy, *ANCHOR)", 20.0),
+        _placement_goal(20.0),
         Term("pickup", "t_pickup = (1.0 - holds(state, *CARRY)) * holds(next_state, *CARRY)", 5.0),
         Term(
             "approach_target",
@@ -231,14 +241,7 @@ def hard() -> Catalog:
             "t_open_door = jnp.maximum(opened, 0).astype(jnp.float32)",
             0.5,
         ),
-        Term(
-            "ready_putdown",
-            "fy = front_yx(next_state)\n"
-            "t_ready_putdown = holds(next_state, *CARRY) * near(next_state.grid, fy, *ANCHOR)"
-            " * (next_state.grid[fy[0], fy[1], 0] == FLOOR)",
-            0.5,
-        ),
-        Term("bad_drop", _PLACED + "t_bad_drop = -placed * (1.0 - near(next_state.grid, fy, *ANCHOR))", 3.0),
+        *_placement_terms(0.5, 3.0),
         _STEP_COST,
     ]
     return Catalog(prelude, tuple(feats), tuple(terms), required_terms=("goal",), dense_terms=("approach_target",))
