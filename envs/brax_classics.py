@@ -21,7 +21,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from limen_envs import brax_catalog
 
+from limen_jax.catalog import Catalog
 from limen_jax.task import Box, Task, TaskState
 
 # Physics backend per task: the fastest on this CPU with jax 0.10 (random actions, 64 envs,
@@ -142,6 +144,9 @@ class BraxTask(Task):
     def native_reward(self, sim: Any, action: jax.Array, next_sim: Any) -> jax.Array:
         """Brax's own dense reward for the transition: the reward-only baseline."""
         return jnp.asarray(next_sim.reward, jnp.float32)
+
+    def offline_catalog(self) -> Catalog:
+        return brax_catalog.catalog(round(self.dt, 6), self.episode_length, float(self.params["success_velocity"]))
 
     @property
     def context(self) -> str:

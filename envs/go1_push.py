@@ -24,9 +24,11 @@ import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
+from limen_envs import go1_catalog
 from limen_envs.mujoco_common import MjxSim, patch_mjx_tree_scan, quat_to_yaw, sensor_slice, use_offline_menagerie
 from mujoco import mjx
 
+from limen_jax.catalog import Catalog
 from limen_jax.task import Box, Task, TaskState, Transition
 
 CTRL_DT = 0.02
@@ -257,6 +259,9 @@ class Go1Push(Task):
     def sparse_reward(self, sim: MjxSim, action: jax.Array, next_sim: MjxSim) -> jax.Array:
         """1.0 on the final step of a successful trajectory, else 0."""
         return self._succeeded(next_sim).astype(jnp.float32)
+
+    def offline_catalog(self) -> Catalog:
+        return go1_catalog.catalog(self.episode_length, self._interval, PUSH_DURATION)
 
     @property
     def context(self) -> str:

@@ -26,9 +26,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import mujoco
+from limen_envs import panda_catalog
 from limen_envs.mujoco_common import ASSETS_DIR, MjxSim, patch_mjx_tree_scan
 from mujoco import mjx
 
+from limen_jax.catalog import Catalog
 from limen_jax.task import Box, Task, TaskState
 
 CTRL_DT = 0.02
@@ -241,6 +243,9 @@ class PandaTrack(Task):
     def sparse_reward(self, sim: MjxSim, action: jax.Array, next_sim: MjxSim) -> jax.Array:
         """1.0 on the final step of a successful trajectory, else 0."""
         return self._succeeded(next_sim).astype(jnp.float32)
+
+    def offline_catalog(self) -> Catalog:
+        return panda_catalog.catalog(self.episode_length, self._radius, self._speed)
 
     @property
     def context(self) -> str:

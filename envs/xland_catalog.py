@@ -6,6 +6,8 @@ mutator combines them into programs that pass the same checks as an LLM's answer
 
 from __future__ import annotations
 
+import dataclasses
+
 from limen_jax.catalog import Catalog, Feature, Term
 
 _HELPERS = """\
@@ -69,10 +71,12 @@ def local_view(state, radius):
 """
 
 
-def _generic_features(objects: dict[str, tuple[int, int]]) -> list[Feature]:
+def _generic_features(objects: dict[str, tuple[int, int]], distractors: tuple[str, ...] = ()) -> list[Feature]:
+    """Agent, pocket and view features, and four per object; a distractor's (an object
+    the goal does not involve) get a low prior."""
     feats = [
         Feature("agent_pos", "f_agent_pos = agent_yx(state) / (state.grid.shape[0] - 1)"),
-        Feature("direction", "f_direction = jax.nn.one_hot(state.agent.direction, 4)"),
+        Feature("direction", "f_direction = jax.nn.one_hot(state.agent.direction, 4)", prior=2.0),
         Feature("pocket", "f_pocket = state.agent.pocket.astype(jnp.float32) / jnp.array([12.0, 11.0])"),
         Feature("step_frac", "f_step_frac = jnp.array([state.step_num / HORIZON])"),
         Feature(
@@ -85,21 +89,24 @@ def _generic_features(objects: dict[str, tuple[int, int]]) -> list[Feature]:
     ]
     for name, (tile, color) in objects.items():
         obj = f"{tile}, {color}"
+        prior = 0.3 if name in distractors else 1.0
         feats += [
             Feature(
                 f"{name}_rel",
                 f"pos, present = locate(state.grid, {obj})\n"
                 f"f_{name}_rel = jnp.concatenate([(pos - agent_yx(state)) / state.grid.shape[0] * present,"
                 " jnp.array([present])])",
+                prior,
             ),
-            Feature(f"{name}_dist", f"f_{name}_dist = jnp.array([dist_to(state, {obj}) / state.grid.shape[0]])"),
-            Feature(f"facing_{name}", f"f_facing_{name} = jnp.array([front_is(state, {obj})])"),
+            Feature(f"{name}_dist", f"f_{name}_dist = jnp.array([dist_to(state, {obj}) / state.grid.shape[0]])", prior),
+            Feature(f"facing_{name}", f"f_facing_{name} = jnp.array([front_is(state, {obj})])", prior),
             Feature(
                 f"{name}_side",
                 f"pos, present = locate(state.grid, {obj})\n"
                 "delta = pos - agent_yx(state)\n"
                 f"f_{name}_side = present * jnp.array([delta[0] < 0, delta[0] > 0, delta[1] < 0, delta[1] > 0],"
                 " dtype=jnp.float32)",
+                prior,
             ),
         ]
     return feats
@@ -115,11 +122,15 @@ def _approach(name: str, obj: str, when: str = "1.0") -> Term:
 
 _STEP_COST = Term("step_cost", "t_step_cost = -1.0", 0.01)
 
+# Shaping terms are differences of a state function (potential-based, Ng et al. 1999) so
+# that no cycle pays: picking up then dropping, or stepping in and out of the ready spot,
+# nets zero, and every weight the mutator tries leaves the optimal policy alone.
+
 
 def easy() -> Catalog:
     pyramid, ball = (5, 3), (3, 1)
     prelude = _HELPERS + "HORIZON = 80.0\nPYRAMID = (5, 3)\nBALL = (3, 1)\n"
-    feats = _generic_features({"pyramid": pyramid, "ball": ball})
+    feats = _generic_features({"pyramid": pyramid, "ball": ball}, distractors=("ball",))
     feats.append(Feature("holding_pyramid", "f_holding_pyramid = jnp.array([holds(state, *PYRAMID)])"))
     terms = [
         Term(
@@ -128,7 +139,7 @@ def easy() -> Catalog:
             10.0,
         ),
         _approach("pyramid", "*PYRAMID"),
-        Term("facing_pyramid", "t_facing_pyramid = front_is(next_state, *PYRAMID)", 0.1),
+        Term("facing_pyramid", "t_facing_pyramid = front_is(next_state, *PYRAMID) - front_is(state, *PYRAMID)", 0.1),
         Term(
             "wrong_pickup",
             "t_wrong_pickup = -1.0 * (action == 3) * holds(next_state, *BALL) * (1.0 - holds(state, *BALL))",
@@ -146,19 +157,27 @@ placed = (action == 4) * holds(state, *CARRY) * (1.0 - holds(next_state, *CARRY)
 
 
 # Medium and hard share the placement structure: carry CARRY, put it down next to ANCHOR.
+_READY = """
+
+def ready(state):
+    # holding CARRY while facing an empty floor cell next to ANCHOR: PUTDOWN now succeeds
+    fy = front_yx(state)
+    cell = state.grid[fy[0], fy[1], 0]
+    return holds(state, *CARRY) * near(state.grid, fy, *ANCHOR) * (cell == FLOOR)
+"""
+
+
+def _pickup(weight: float) -> Term:
+    return Term("pickup", "t_pickup = holds(next_state, *CARRY) - holds(state, *CARRY)", weight)
+
+
 def _placement_goal(weight: float) -> Term:
     return Term("goal", _PLACED + "t_goal = placed * near(next_state.grid, fy, *ANCHOR)", weight)
 
 
 def _placement_terms(ready: float, bad_drop: float) -> tuple[Term, Term]:
     return (
-        Term(
-            "ready_putdown",
-            "fy = front_yx(next_state)\n"
-            "t_ready_putdown = holds(next_state, *CARRY) * near(next_state.grid, fy, *ANCHOR)"
-            " * (next_state.grid[fy[0], fy[1], 0] == FLOOR)",
-            ready,
-        ),
+        Term("ready_putdown", "t_ready_putdown = ready(next_state) - ready(state)", ready),
         Term("bad_drop", _PLACED + "t_bad_drop = -placed * (1.0 - near(next_state.grid, fy, *ANCHOR))", bad_drop),
     )
 
@@ -173,7 +192,7 @@ def _front_by_anchor(name: str) -> Feature:
 
 
 def medium() -> Catalog:
-    prelude = _HELPERS + "HORIZON = 80.0\nCARRY = (5, 5)\nANCHOR = (4, 2)\n"
+    prelude = _HELPERS + "HORIZON = 80.0\nCARRY = (5, 5)\nANCHOR = (4, 2)\n" + _READY
     feats = _generic_features({"pyramid": (5, 5), "square": (4, 2)})
     feats += [
         Feature("holding_pyramid", "f_holding_pyramid = jnp.array([holds(state, *CARRY)])"),
@@ -181,7 +200,7 @@ def medium() -> Catalog:
     ]
     terms = [
         _placement_goal(10.0),
-        Term("pickup", "t_pickup = (1.0 - holds(state, *CARRY)) * holds(next_state, *CARRY)", 2.0),
+        _pickup(2.0),
         _approach("pyramid", "*CARRY", "1.0 - holds(state, *CARRY)"),
         Term(
             "approach_square",
@@ -195,22 +214,31 @@ def medium() -> Catalog:
 
 
 def hard() -> Catalog:
-    prelude = _HELPERS + (
-        "HORIZON = 400.0\nPYRAMID = (5, 3)\nCARRY = (3, 2)\nANCHOR = (11, 5)\n\n\n"
-        "def target_yx(state):\n"
-        "    # the pyramid until the ball is held, then the hex\n"
-        "    p, _ = locate(state.grid, *PYRAMID)\n"
-        "    h, _ = locate(state.grid, *ANCHOR)\n"
-        "    return jnp.where(holds(state, *CARRY) > 0, h, p)\n"
+    prelude = (
+        _HELPERS
+        + (
+            "HORIZON = 400.0\nPYRAMID = (5, 3)\nCARRY = (3, 2)\nANCHOR = (11, 5)\n\n\n"
+            "def target_yx(state):\n"
+            "    # the hex while carrying the ball, else the ball if dropped, else the pyramid\n"
+            "    p, _ = locate(state.grid, *PYRAMID)\n"
+            "    b, dropped = locate(state.grid, *CARRY)\n"
+            "    h, _ = locate(state.grid, *ANCHOR)\n"
+            "    return jnp.where(holds(state, *CARRY) > 0, h, jnp.where(dropped > 0, b, p))\n"
+        )
+        + _READY
     )
-    feats = _generic_features({"pyramid": (5, 3), "hex": (11, 5), "purple_ball": (3, 4)})
+    feats = _generic_features({"pyramid": (5, 3), "hex": (11, 5), "purple_ball": (3, 4)}, ("purple_ball",))
+    # what an informed author reaches for first: heading, walls ahead, the subgoal's offset
+    promising = ("direction", "front_cell", "local_view_3")
+    feats = [dataclasses.replace(f, prior=3.0) if f.name in promising else f for f in feats]
     feats += [
-        Feature("holding_ball", "f_holding_ball = jnp.array([holds(state, *CARRY)])"),
+        Feature("holding_ball", "f_holding_ball = jnp.array([holds(state, *CARRY)])", prior=3.0),
         Feature(
             "target_rel",
             "f_target_rel = (target_yx(state) - agent_yx(state)) / state.grid.shape[0]",
+            prior=6.0,
         ),
-        _front_by_anchor("hex"),
+        dataclasses.replace(_front_by_anchor("hex"), prior=3.0),
         Feature(
             "front_door",
             "fy = front_yx(state)\n"
@@ -226,7 +254,7 @@ def hard() -> Catalog:
     ]
     terms = [
         _placement_goal(20.0),
-        Term("pickup", "t_pickup = (1.0 - holds(state, *CARRY)) * holds(next_state, *CARRY)", 5.0),
+        _pickup(5.0),
         Term(
             "approach_target",
             "before = jnp.sum(jnp.abs(target_yx(state) - agent_yx(state)))\n"
@@ -238,10 +266,17 @@ def hard() -> Catalog:
         Term(
             "open_door",
             "opened = jnp.sum(next_state.grid[:, :, 0] == DOOR_OPEN) - jnp.sum(state.grid[:, :, 0] == DOOR_OPEN)\n"
-            "t_open_door = jnp.maximum(opened, 0).astype(jnp.float32)",
+            "t_open_door = opened.astype(jnp.float32)",
             0.5,
         ),
         *_placement_terms(0.5, 3.0),
         _STEP_COST,
     ]
-    return Catalog(prelude, tuple(feats), tuple(terms), required_terms=("goal",), dense_terms=("approach_target",))
+    return Catalog(
+        prelude,
+        tuple(feats),
+        tuple(terms),
+        required_terms=("goal",),
+        dense_terms=("approach_target",),
+        seed_features=(2, 3),
+    )

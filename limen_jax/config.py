@@ -121,14 +121,20 @@ _PAPER_BUDGETS = {
     "xland_hard": (3_000_000, 5_000_000, 0.01),
     "go1_push": (5_000_000, 25_000_000, 0.0),
     "panda_track": (3_000_000, 15_000_000, 0.0),
+    # Brax's published PPO budget for its locomotion envs (50M steps)
+    **dict.fromkeys(("ant", "humanoid", "hopper", "walker2d", "halfcheetah"), (5_000_000, 50_000_000, 0.0)),
 }
 # (short, full, iterations, candidates). On a CPU, compiling a batch costs as much as
 # training it, so the CPU presets skip the cascade (short 0: one stage, one compile per
 # iteration); xland_easy takes about ten minutes on 2 cores.
+# The MuJoCo tasks learn on a GPU (paper budgets); their CPU preset is a tiny end-to-end
+# run (a first generation and one iteration of two candidates) that exercises everything.
+_TINY = (0, 25_600, 1, 2)
 _CPU_BUDGETS = {
     "xland_easy": (0, 150_000, 3, 3),
     "xland_medium": (0, 250_000, 3, 3),
-    "xland_hard": (0, 600_000, 4, 3),
+    "xland_hard": (0, 1_000_000, 5, 3),
+    **dict.fromkeys(("go1_push", "panda_track", "ant", "humanoid", "hopper", "walker2d", "halfcheetah"), _TINY),
 }
 
 

@@ -161,7 +161,8 @@ class Task(abc.ABC):
 
         keys = (jax.random.split(k_act, (horizon, num)), jax.random.split(k_again, (horizon, num)))
         _, (seen, done) = jax.lax.scan(advance, states, keys)
-        flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), seen)
+        # explicit sizes: MJX data has zero-size leaves (e.g. no contacts), which -1 cannot infer
+        flat = jax.tree.map(lambda x: x.reshape((num * horizon,) + x.shape[2:]), seen)
         k_a, k_b = jax.random.split(k_pick)
         n_end = num // 4
         _, ends = jax.lax.top_k(jax.random.uniform(k_a, (num * horizon,)) + 2.0 * done.reshape(-1), n_end)

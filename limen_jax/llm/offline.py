@@ -71,18 +71,21 @@ class OfflineMutator:
 
     # --- genomes ------------------------------------------------------------------
     def random_genome(self, rng: np.random.Generator) -> Genome:
-        """A small from-scratch program: a few features, the required terms, maybe one more."""
+        """A small from-scratch program: the required pieces, a few features, a dense term,
+        maybe one more term."""
         cat = self.catalog
         n_feat = int(rng.integers(cat.seed_features[0], cat.seed_features[1] + 1))
-        names = [f.name for f in cat.features]
-        features = sorted(rng.choice(names, size=min(n_feat, len(names)), replace=False).tolist())
+        names = [f.name for f in cat.features if f.name not in cat.required_features]
+        drawn = self._draw(rng, names, n_feat, "f")
+        order = {f.name: i for i, f in enumerate(cat.features)}
+        features = sorted({*cat.required_features, *drawn}, key=order.__getitem__)
         terms = {name: cat.term(name).weight for name in cat.required_terms}
         if cat.dense_terms:
-            name = str(rng.choice(cat.dense_terms))
+            name = self._draw(rng, list(cat.dense_terms), 1, "t")[0]
             terms[name] = cat.term(name).weight
         optional = [t.name for t in cat.terms if t.name not in terms]
         n_terms = int(rng.integers(cat.seed_terms[0], cat.seed_terms[1] + 1))
-        for name in rng.choice(optional, size=min(n_terms, len(optional)), replace=False).tolist():
+        for name in self._draw(rng, optional, n_terms, "t"):
             terms[name] = cat.term(name).weight
         return {"features": features, "terms": terms}
 
@@ -94,7 +97,11 @@ class OfflineMutator:
         ops: list[str] = []
         if other is not None:
             pool = sorted(set(features) | set(other["features"]))
-            keep = [f for f in pool if (f in features and f in other["features"]) or rng.random() < 0.5]
+            keep = [
+                f
+                for f in pool
+                if (f in features and f in other["features"]) or f in cat.required_features or rng.random() < 0.5
+            ]
             features = keep or features
             for name, weight in other["terms"].items():
                 if name not in terms and rng.random() < 0.5:
@@ -106,11 +113,15 @@ class OfflineMutator:
             n_ops -= 1
             unused_f = [f.name for f in cat.features if f.name not in features]
             unused_t = [t.name for t in cat.terms if t.name not in terms]
-            removable_t = [t for t in terms if t not in cat.required_terms]
+            removable_f = [f for f in features if f not in cat.required_features]
+            # the last dense term stays: without one the reward is constant under random play
+            # and the checker would reject the child
+            dense = [t for t in terms if t in cat.dense_terms]
+            removable_t = [t for t in terms if t not in cat.required_terms and dense != [t]]
             choices = []
             if unused_f:
                 choices += ["add_feature"] * 3
-            if len(features) > 1:
+            if removable_f and len(features) > 1:
                 choices.append("remove_feature")
             if unused_t:
                 choices += ["add_term"] * 2
@@ -119,16 +130,16 @@ class OfflineMutator:
             choices += ["reweight"] * 2
             op = str(rng.choice(choices))
             if op == "add_feature":
-                name = str(rng.choice(unused_f))
+                name = self._draw(rng, unused_f, 1, "f")[0]
                 features.append(name)
             elif op == "remove_feature":
-                name = str(rng.choice(features))
+                name = self._draw(rng, removable_f, 1, "f", inverse=True)[0]
                 features.remove(name)
             elif op == "add_term":
-                name = str(rng.choice(unused_t))
+                name = self._draw(rng, unused_t, 1, "t")[0]
                 terms[name] = cat.term(name).weight
             elif op == "remove_term":
-                name = str(rng.choice(removable_t))
+                name = self._draw(rng, removable_t, 1, "t", inverse=True)[0]
                 del terms[name]
             else:
                 name = str(rng.choice(sorted(terms)))
@@ -136,6 +147,19 @@ class OfflineMutator:
             ops.append(f"{op}:{name}")
         order = {f.name: i for i, f in enumerate(cat.features)}
         return {"features": sorted(set(features), key=order.__getitem__), "terms": terms}, ops
+
+    def _draw(
+        self, rng: np.random.Generator, names: list[str], k: int, kind: str, inverse: bool = False
+    ) -> list[str]:
+        """``k`` distinct feature (``kind`` "f") or term ("t") names drawn with odds
+        proportional to their priors (to 1 / prior with ``inverse``: an informed author
+        drops the least promising piece first)."""
+        pieces = self.catalog.features if kind == "f" else self.catalog.terms
+        priors = {p.name: p.prior for p in pieces}
+        odds = np.array([priors[n] for n in names], dtype=np.float64)
+        odds = 1.0 / odds if inverse else odds
+        picked = rng.choice(len(names), size=min(k, len(names)), replace=False, p=odds / odds.sum())
+        return [names[i] for i in picked]
 
     # --- Mutator protocol -----------------------------------------------------------
     def propose(self, request: MutationRequest) -> MutationResponse:

@@ -107,11 +107,16 @@ class PPOConfig:
         return cls(**_PRESETS[family][kind])
 
 
+_BRAX_TASKS = ("ant", "humanoid", "hopper", "walker2d", "halfcheetah")
+
+
 def _family(task_name: str) -> str:
     name = task_name.lower()
     for family in ("xland", "go1", "panda"):
         if family in name:
             return family
+    if name in _BRAX_TASKS:
+        return "brax"
     return "generic"
 
 
@@ -151,16 +156,29 @@ _PANDA_PAPER: dict[str, Any] = dict(
     activation="swish", actor_hidden=(32, 32, 32, 32), critic_hidden=(256, 256, 256, 256, 256),
 )  # fmt: skip
 
+# Brax's own PPO settings for its locomotion envs (brax/training/agents/ppo, as used by
+# Eureka-style reward search): batch 2048 x 32 minibatches of 5-step unrolls = 4096 envs
+# x 80 steps per update, 4 passes; policy 4 x 32, value 5 x 256, swish.
+_BRAX_PAPER: dict[str, Any] = dict(
+    num_envs=4096, rollout_len=80, epochs=4, minibatches=32, lr=3e-4, anneal_lr=False,
+    gamma=0.97, gae_lambda=0.95, clip_eps=0.3, vf_clip=None, ent_coef=0.01, vf_coef=0.5,
+    max_grad_norm=1.0, adv_norm="minibatch", normalize_obs=True, network="mlp",
+    activation="swish", actor_hidden=(32, 32, 32, 32), critic_hidden=(256, 256, 256, 256, 256),
+)  # fmt: skip
+
+# On this CPU the MuJoCo tasks run at tiny budgets (correctness, not learning): few envs
+# and 32 evaluation episodes, since every evaluation episode is a full 500-1000 steps.
 _MUJOCO_CPU: dict[str, Any] = dict(
     num_envs=64, rollout_len=20, epochs=4, minibatches=4, lr=3e-4, anneal_lr=False,
     gamma=0.97, gae_lambda=0.95, clip_eps=0.2, vf_clip=None, ent_coef=0.01, vf_coef=0.5,
     max_grad_norm=1.0, adv_norm="minibatch", normalize_obs=True, network="mlp",
-    activation="swish", actor_hidden=(128, 128), critic_hidden=(128, 128),
+    activation="swish", actor_hidden=(128, 128), critic_hidden=(128, 128), eval_episodes=32,
 )  # fmt: skip
 
 _PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "xland": {"cpu": _XLAND_CPU, "paper": _XLAND_PAPER},
     "go1": {"cpu": _MUJOCO_CPU, "paper": _GO1_PAPER},
     "panda": {"cpu": {**_MUJOCO_CPU, "ent_coef": 0.015}, "paper": _PANDA_PAPER},
+    "brax": {"cpu": _MUJOCO_CPU, "paper": _BRAX_PAPER},
     "generic": {"cpu": {}, "paper": {}},
 }

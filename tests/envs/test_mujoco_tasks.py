@@ -22,47 +22,12 @@ pytest.importorskip("mujoco_playground")
 
 from limen_envs import interfaces  # noqa: E402
 from limen_envs.mujoco_common import menagerie_path  # noqa: E402
+from mujoco_rollout import N_ENVS, N_STEPS, Rollout  # noqa: E402
 
 import limen_jax as lj  # noqa: E402
-from limen_jax.task import TaskState, Transition  # noqa: E402
+from limen_jax.task import TaskState  # noqa: E402
 
-N_ENVS, N_STEPS = 2, 3
 BRAX_TASKS = ["ant", "humanoid", "hopper", "walker2d", "halfcheetah"]
-
-
-class Rollout:
-    """A task plus its compiled batched reset and rollout (2 envs)."""
-
-    def __init__(self, name: str) -> None:
-        self.task = lj.make(name)
-        self.reset = jax.jit(jax.vmap(self.task.reset))
-        self.step = jax.jit(jax.vmap(self.task.step))
-        self.states = self.reset(jax.random.split(jax.random.key(0), N_ENVS))
-
-    def run(self, key: jax.Array, steps: int = N_STEPS) -> tuple[TaskState, Transition]:
-        """``steps`` random-action steps from the fixture's reset states; all transitions."""
-        states, seen = self.states, []
-        for k in jax.random.split(key, steps):
-            actions = jax.vmap(self.task.action_space.sample)(jax.random.split(k, N_ENVS))
-            nxt = self.step(states, actions)
-            seen.append(Transition(sim=states.sim, action=actions, next_sim=nxt.sim))
-            states = nxt
-        return states, jax.tree.map(lambda *x: jnp.concatenate(x), *seen)
-
-
-@pytest.fixture(scope="module")
-def go1() -> Rollout:
-    return Rollout("go1_push")
-
-
-@pytest.fixture(scope="module")
-def panda() -> Rollout:
-    return Rollout("panda_track")
-
-
-@pytest.fixture(scope="module")
-def ant() -> Rollout:
-    return Rollout("ant")
 
 
 def _row(tree, i: int):

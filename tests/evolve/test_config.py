@@ -17,6 +17,19 @@ def test_presets_follow_the_paper_and_cpu_budgets():
         EvolveConfig.preset_for("xland_easy", "tpu")
 
 
+@pytest.mark.parametrize("task", ["go1_push", "panda_track", "ant", "humanoid", "hopper", "walker2d", "halfcheetah"])
+def test_mujoco_cpu_preset_is_a_tiny_end_to_end_run(task):
+    from limen_jax.rl import PPOConfig
+
+    cpu, paper = EvolveConfig.preset_for(task, "cpu"), EvolveConfig.preset_for(task, "paper")
+    assert (cpu.cascade.short_steps, cpu.cascade.full_steps) == (0, 25_600)
+    assert (cpu.search.iterations, cpu.search.candidates, cpu.search.seeds) == (1, 2, 2)
+    assert paper.cascade.full_steps >= 15_000_000
+    ppo = PPOConfig.preset(task, "cpu")
+    assert (ppo.num_envs, ppo.eval_episodes, ppo.activation) == (64, 32, "swish")
+    assert PPOConfig.preset(task, "paper").num_envs >= 2048
+
+
 def test_round_trip_and_unknown_keys_are_errors():
     cfg = EvolveConfig.preset_for("xland_medium", "cpu", seed=3)
     assert EvolveConfig.from_dict(cfg.to_dict()) == cfg

@@ -60,3 +60,25 @@ def test_render_respects_mode_and_weights(easy):
     assert "def get_observation" not in render(cat, g, "reward_only")
     assert read_genome("no header here") is None
     assert read_genome("# limen-genome: {broken") is None
+
+
+def test_priors_steer_draws_and_required_pieces_stay():
+    from limen_jax.catalog import Catalog, Feature, Term
+
+    feats = (Feature("req", "f_req = state"), Feature("likely", "f_likely = state", prior=50.0),
+             *(Feature(f"x{i}", f"f_x{i} = state", prior=0.5) for i in range(8)))
+    terms = (Term("goal", "t_goal = 1.0"), Term("dense", "t_dense = 1.0"), Term("extra", "t_extra = 1.0"))
+    cat = Catalog("", feats, terms, required_features=("req",), required_terms=("goal",), dense_terms=("dense",),
+                  seed_features=(1, 1), seed_terms=(0, 0))
+    mut = OfflineMutator(cat)
+    rng = np.random.default_rng(0)
+    firsts = [mut.random_genome(rng) for _ in range(100)]
+    assert all(g["features"][0] == "req" and g["terms"] == {"goal": 1.0, "dense": 1.0} for g in firsts)
+    assert sum("likely" in g["features"] for g in firsts) >= 80  # odds 50 : 4
+    # removal goes by 1 / prior: the promising feature survives, "req" and the last dense term always do
+    parent = {"features": ["req", "likely", "x0", "x1"], "terms": {"goal": 1.0, "dense": 1.0}}
+    for _ in range(100):
+        child, ops = mut.mutate(parent, rng)
+        assert "req" in child["features"] and {"goal", "dense"} <= set(child["terms"])
+        if "remove_feature:likely" in ops:
+            raise AssertionError("removed the 50x feature before the 0.5x ones")

@@ -147,3 +147,24 @@ def test_a_checker_bug_is_reported_not_raised(
     report = check_source(GOOD, easy_task, sample=easy_sample)
     assert not report.ok and report.error is not None and report.error.stage == "compile"
     assert "RuntimeError: boom" in report.error.message
+
+
+def test_sampler_handles_zero_size_state_leaves() -> None:
+    """MJX data carries empty arrays (no contacts); flattening the rollout must keep them."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "rl"))
+    from toy_tasks import Corridor
+
+    class WithEmpty(Corridor):
+        def reset(self, key):
+            state = super().reset(key)
+            return state.replace(sim={"inner": state.sim, "contacts": jnp.zeros((0, 3))})
+
+        def step(self, state, action):
+            nxt = super().step(state.replace(sim=state.sim["inner"]), action)
+            return nxt.replace(sim={"inner": nxt.sim, "contacts": state.sim["contacts"]})
+
+    sample = WithEmpty().sample_transitions(jax.random.key(0), 8, horizon=4)
+    assert sample.sim["contacts"].shape == (8, 0, 3) and sample.action.shape[0] == 8

@@ -1,0 +1,76 @@
+"""Paper-scale training on the MuJoCo tasks: the reference interface of go1_push or
+panda_track trained with the paper's PPO settings and full budget (DESIGN.md §4),
+several seeds in one compiled call; prints success, wall time and the training
+throughput as a fraction of the raw simulator's (random actions, as many envs).
+
+    python benchmarks/mujoco_tasks.py --task go1_push              # GPU: 25M steps x 3 seeds
+    python benchmarks/mujoco_tasks.py --task panda_track           # GPU: 15M steps x 3 seeds
+    python benchmarks/mujoco_tasks.py --task go1_push --quick      # 2-core CPU, reduced budget
+
+--quick uses the CPU preset (64 envs) and a few updates: success is meaningless there;
+the throughput ratio is the figure to read. The last line is that ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+from limen_envs import interfaces  # noqa: E402
+from throughput import raw_throughput  # noqa: E402
+
+import limen_jax as lj  # noqa: E402
+from limen_jax.config import EvolveConfig  # noqa: E402
+from limen_jax.program import compile_interface  # noqa: E402
+from limen_jax.rl import BatchTrainer, PPOConfig  # noqa: E402
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--task", choices=["go1_push", "panda_track"], default="go1_push")
+    p.add_argument("--quick", action="store_true", help="CPU preset and a reduced budget")
+    p.add_argument("--seeds", type=int, default=None, help="default: 3 (paper), 2 with --quick")
+    p.add_argument("--steps", type=int, default=None, help="env steps per seed (default: the paper's full run)")
+    args = p.parse_args()
+
+    task = lj.make(args.task)
+    kind = "cpu" if args.quick else "paper"
+    config = PPOConfig.preset(task.name, kind)
+    seeds = args.seeds or (2 if args.quick else 3)
+    paper_steps = EvolveConfig.preset_for(task.name, "paper").cascade.full_steps
+    steps = args.steps or (8 * config.steps_per_update if args.quick else paper_steps)
+    iface = compile_interface(interfaces.path(task.name).read_text(), task, name=task.name)
+    print(f"{task.name}: {jax.devices()[0].platform}, PPO preset {kind!r} ({config.num_envs} envs x "
+          f"{config.rollout_len} steps per update), {steps:,} steps x {seeds} seeds", flush=True)  # fmt: skip
+
+    # the raw side steps as many environments at once as training does (envs x seeds)
+    envs = config.num_envs * seeds
+    raw = raw_throughput(task, envs, config.rollout_len * 4, repeats=2)
+    print(f"raw simulator, random actions, {envs} envs: {raw:,.0f} steps/s", flush=True)
+
+    start = time.perf_counter()
+    trainer = BatchTrainer(task, [iface], config, seeds)
+    updates = config.num_updates(steps)
+    state = trainer.init(list(range(seeds)), updates)
+    state, curves = trainer.run(state, updates)
+    train_s = time.perf_counter() - start
+    success, returns = trainer.evaluate_full(state, jax.random.key(0))
+    wall = time.perf_counter() - start
+    run_s = train_s - trainer.compile_s
+    rate = updates * config.steps_per_update * seeds / run_s
+    per_seed = ", ".join(f"{s:.2f}" for s in np.asarray(success)[0])
+    print(f"success {float(np.mean(success)):.3f} (per seed: {per_seed}), final return {float(np.mean(returns)):.2f}")
+    print(f"wall {wall:.1f} s: compile {trainer.compile_s:.1f} s, training {run_s:.1f} s, "
+          f"evaluation {wall - train_s:.1f} s", flush=True)  # fmt: skip
+    print(f"training {rate:,.0f} steps/s over {seeds} seeds ({rate / seeds:,.0f} per seed)")
+    print(f"training throughput / raw simulator throughput: {rate / raw:.2f}")
+
+
+if __name__ == "__main__":
+    main()
