@@ -63,7 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     task = make(args.task)
     perturb = {k: float(v) for k, v in _pairs(args.perturb, "--perturb").items()}
     if perturb:
-        task = task.with_params(**perturb)
+        try:
+            task = task.with_params(**perturb)
+        except ValueError as exc:
+            print(f"--perturb: {exc}", file=sys.stderr)
+            return 2
     if args.default or args.mode == "sparse":
         iface = default_interface(task)
     else:
@@ -81,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         config = config.replace(**overrides)
     seeds = [args.seed_offset + s for s in range(args.seeds)]
     if not args.json:
-        print(f"training {iface.name} on {task.name}: obs_dim {iface.obs_dim}, {len(seeds)} seeds x "
+        where = f"{task.name} ({', '.join(f'{k}={v:g}' for k, v in perturb.items())})" if perturb else task.name
+        print(f"training {iface.name} on {where}: obs_dim {iface.obs_dim}, {len(seeds)} seeds x "
               f"{args.steps:,} steps ({args.preset} preset)", flush=True)  # fmt: skip
     result = train_batch(task, [iface], seeds=seeds, total_steps=args.steps, config=config)
     per_seed = [float(x) for x in result.success[0]]
@@ -92,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         record = {
             "task": task.name,
+            "params": task.params,
             "interface": iface.name,
             "success_mean": float(result.success_mean[0]),
             "success_per_seed": per_seed,

@@ -26,7 +26,11 @@ class Corridor(Task):
     description = "1-D corridor: walk to the end marked as the goal"
     episode_length = 16
     action_space = Discrete(3)
-    length = 11
+    params = {"length": 11.0}  # a task parameter, for --perturb tests
+
+    @property
+    def length(self) -> int:
+        return int(self.params["length"])
 
     def reset(self, key: jax.Array) -> TaskState:
         goal = jnp.where(jax.random.bernoulli(key), self.length - 1, 0).astype(jnp.int32)
