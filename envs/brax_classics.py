@@ -17,6 +17,7 @@ baseline for reward-only comparisons: :meth:`BraxTask.native_reward` (and
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import jax
@@ -96,7 +97,11 @@ class BraxTask(Task):
         from limen_envs.mujoco_common import patch_mjx_tree_scan
 
         patch_mjx_tree_scan()
-        self.env = envs.get_environment(self.env_name, backend=self.backend)
+        with warnings.catch_warnings():
+            # Brax's notice that it is unmaintained, printed on every load; we use its
+            # environment definitions only, stepping them on MJX or its generalized pipeline
+            warnings.filterwarnings("ignore", message="Brax System", category=UserWarning)
+            self.env = envs.get_environment(self.env_name, backend=self.backend)
         self.action_space = Box(int(self.env.action_size), -1.0, 1.0)
         self.dt = float(self.env.dt)
         self.success_distance = float(self.params["success_velocity"]) * self.episode_length * self.dt

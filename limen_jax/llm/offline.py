@@ -154,9 +154,11 @@ class OfflineMutator:
         """``k`` distinct feature (``kind`` "f") or term ("t") names drawn with odds
         proportional to their priors (to 1 / prior with ``inverse``: an informed author
         drops the least promising piece first)."""
+        if k <= 0 or not names:
+            return []
         pieces = self.catalog.features if kind == "f" else self.catalog.terms
         priors = {p.name: p.prior for p in pieces}
-        odds = np.array([priors[n] for n in names], dtype=np.float64)
+        odds = np.array([priors.get(n, 1.0) for n in names], dtype=np.float64)
         odds = 1.0 / odds if inverse else odds
         picked = rng.choice(len(names), size=min(k, len(names)), replace=False, p=odds / odds.sum())
         return [names[i] for i in picked]
