@@ -18,6 +18,19 @@ def _pyplot() -> Any:
     return plt
 
 
+def best_so_far(records: Sequence[dict[str, Any]]) -> list[float]:
+    """The running best success after each iteration 0..last (0 before any score).
+    ``records``: ProgramRecord dicts; rejected ones (success None) count as no score."""
+    if not records:
+        return []
+    best, out = 0.0, []
+    for it in range(max(r["iteration"] for r in records) + 1):
+        scores = [r["success"] for r in records if r["iteration"] == it and r.get("success") is not None]
+        best = max([best, *scores])
+        out.append(best)
+    return out
+
+
 def plot_progress(records: Sequence[dict[str, Any]], path: str | Path | None = None, title: str = "") -> Any:
     """Each candidate as a dot at its iteration (crashes as red crosses at 0), and the
     running best success as a step line. ``records``: ProgramRecord dicts."""
@@ -32,13 +45,8 @@ def plot_progress(records: Sequence[dict[str, Any]], path: str | Path | None = N
         ax.scatter([r["iteration"] for r in bad], [0.0] * len(bad), marker="x", color="tab:red",
                    label="rejected / crashed")
     if records:
-        last = max(r["iteration"] for r in records)
-        best, line = 0.0, []
-        for it in range(last + 1):
-            scores = [r["success"] for r in ok if r["iteration"] == it]
-            best = max([best, *scores])
-            line.append(best)
-        ax.step(range(last + 1), line, where="post", color="black", label="best so far")
+        line = best_so_far(records)
+        ax.step(range(len(line)), line, where="post", color="black", label="best so far")
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -1,0 +1,51 @@
+"""python -m limen_jax.compare: ablation runs side by side, from their directories only."""
+
+from __future__ import annotations
+
+import json
+
+from limen_jax.compare import main
+from limen_jax.config import EvolveConfig
+from limen_jax.plots import best_so_far
+
+
+def fake_run(root, name, mode, scores, spend=0.0):
+    """A run directory as the loop leaves it: scores[i] lists iteration i's successes (None = rejected)."""
+    run = root / name
+    run.mkdir()
+    cfg = EvolveConfig.preset_for("xland_hard", "cpu", search={"mode": mode, "seeds": 2})
+    (run / "config.json").write_text(json.dumps(cfg.to_dict()))
+    records = [
+        {"id": f"it{it:04d}-c{c:02d}", "iteration": it, "success": s,
+         "success_per_seed": [] if s is None else [s - 0.01, s + 0.01]}
+        for it, row in enumerate(scores) for c, s in enumerate(row)
+    ]  # fmt: skip
+    state = {"iteration": len(scores) - 1, "archive": {"programs": records}, "spend_usd": spend}
+    (run / "state.json").write_text(json.dumps(state))
+    return run
+
+
+def test_best_so_far_counts_rejected_as_no_score():
+    records = [{"iteration": 0, "success": 0.2}, {"iteration": 1, "success": None}, {"iteration": 2, "success": 0.1},
+               {"iteration": 3, "success": 0.5}]  # fmt: skip
+    assert best_so_far(records) == [0.2, 0.2, 0.2, 0.5]
+    assert best_so_far([]) == []
+
+
+def test_compare_prints_one_row_per_run_and_plots(tmp_path, capsys):
+    full = fake_run(tmp_path, "full", "full", [[0.05, None], [0.4, 0.3], [0.9]], spend=1.234)
+    sparse = fake_run(tmp_path, "sparse", "sparse", [[0.004]])
+    out_png = tmp_path / "cmp.png"
+    assert main([str(full), str(sparse), "--plot", str(out_png)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("| run | task | mode")
+    row_full, row_sparse = lines[2], lines[3]
+    assert "| full | xland_hard | full | map_elites | auto | 1,000,000 x 2 | 5 | 1 | 0.050 |" in row_full
+    assert "**0.900** (0.89, 0.91) | $1.23 |" in row_full
+    assert "| sparse | xland_hard | sparse | map_elites | - |" in row_sparse and "**0.004**" in row_sparse
+    assert out_png.stat().st_size > 0
+
+
+def test_compare_rejects_a_directory_without_a_checkpoint(tmp_path, capsys):
+    assert main([str(tmp_path)]) == 2
+    assert "not a run directory" in capsys.readouterr().err
