@@ -31,6 +31,7 @@ from limen_jax.program.cost import check_cost
 from limen_jax.program.deadline import Deadline, MemoryLimit, deadline
 from limen_jax.program.errors import ProgramError, exception_summary, program_trace
 from limen_jax.task import Task, Transition
+from limen_jax.xla_cache import enable_compilation_cache
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +79,7 @@ def sample_for(task: Task, size: int = 64, seed: int = 0) -> Transition:
     key = (type(task), tuple(sorted(task.params.items())), size, seed)
     with _SAMPLES_LOCK:
         if key not in _SAMPLES:
+            enable_compilation_cache()  # an MJX task's sampler compiles for a minute on a CPU
             sample = jax.jit(task.sample_transitions, static_argnums=1)(jax.random.key(seed), size)
             _SAMPLES[key] = jax.block_until_ready(sample)
         return _SAMPLES[key]

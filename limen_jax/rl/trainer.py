@@ -17,7 +17,6 @@ seed axis is sharded over them when S divides evenly (``shard_map``: no communic
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -46,19 +45,9 @@ from limen_jax.rl.normalize import Moments, ObsStats, batch_moments, init_stats,
 from limen_jax.rl.ppo import Batch, FlatTree, ppo_update
 from limen_jax.rl.result import BatchResult
 from limen_jax.task import Task
+from limen_jax.xla_cache import enable_compilation_cache
 
 PyTree = Any
-
-
-def enable_compilation_cache() -> None:
-    """Turn on JAX's persistent compilation cache under ~/.cache/limen_jax/xla, or
-    $LIMEN_JAX_XLA_CACHE ("off" leaves it off), unless the user configured one."""
-    path = os.environ.get("LIMEN_JAX_XLA_CACHE", os.path.expanduser("~/.cache/limen_jax/xla"))
-    if path == "off":
-        return
-    if jax.config.jax_compilation_cache_dir is None:  # type: ignore[attr-defined]
-        jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
 
 
 enable_compilation_cache()
