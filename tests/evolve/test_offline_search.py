@@ -11,6 +11,7 @@ import limen_jax as lj
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_offline_search_beats_first_generation_and_sparse_on_xland_hard(tmp_path):
     run = lj.evolve("xland_hard", {"llm": {"mutator": "offline"}}, run_dir=tmp_path / "search", verbose=False)
     sparse = lj.evolve("xland_hard", {"search": {"mode": "sparse"}}, run_dir=tmp_path / "sparse", verbose=False)
