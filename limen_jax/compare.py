@@ -27,7 +27,6 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
         "config": config,
         "records": state["archive"]["programs"],
         "spend_usd": float(state.get("spend_usd", 0.0)),
-        "iteration": int(state["iteration"]),
     }
 
 

@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 MODES = ("full", "obs_only", "reward_only", "sparse", "independent")
+# the bundled Brax classics (limen_envs.brax_classics): one budget and one PPO family
+BRAX_TASKS = ("ant", "humanoid", "hopper", "walker2d", "halfcheetah")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,7 +124,7 @@ _PAPER_BUDGETS = {
     "go1_push": (5_000_000, 25_000_000, 0.0),
     "panda_track": (3_000_000, 15_000_000, 0.0),
     # Brax's published PPO budget for its locomotion envs (50M steps)
-    **dict.fromkeys(("ant", "humanoid", "hopper", "walker2d", "halfcheetah"), (5_000_000, 50_000_000, 0.0)),
+    **dict.fromkeys(BRAX_TASKS, (5_000_000, 50_000_000, 0.0)),
 }
 # (short, full, iterations, candidates). On a CPU, compiling a batch costs as much as
 # training it, so the CPU presets skip the cascade (short 0: one stage, one compile per
@@ -135,7 +137,7 @@ _CPU_BUDGETS = {
     "xland_easy": (0, 150_000, 3, 3),
     "xland_medium": (0, 250_000, 3, 3),
     "xland_hard": (0, 1_000_000, 5, 3),
-    **dict.fromkeys(("go1_push", "panda_track", "ant", "humanoid", "hopper", "walker2d", "halfcheetah"), _TINY),
+    **dict.fromkeys(("go1_push", "panda_track", *BRAX_TASKS), _TINY),
 }
 
 

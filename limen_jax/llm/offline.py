@@ -68,6 +68,8 @@ class OfflineMutator:
     def __init__(self, catalog: Catalog, *, max_ops: int = 2) -> None:
         self.catalog = catalog
         self.max_ops = max_ops
+        self._order = {f.name: i for i, f in enumerate(catalog.features)}  # features render in catalog order
+        self._priors = {"f": {f.name: f.prior for f in catalog.features}, "t": {t.name: t.prior for t in catalog.terms}}
 
     # --- genomes ------------------------------------------------------------------
     def random_genome(self, rng: np.random.Generator) -> Genome:
@@ -77,8 +79,7 @@ class OfflineMutator:
         n_feat = int(rng.integers(cat.seed_features[0], cat.seed_features[1] + 1))
         names = [f.name for f in cat.features if f.name not in cat.required_features]
         drawn = self._draw(rng, names, n_feat, "f")
-        order = {f.name: i for i, f in enumerate(cat.features)}
-        features = sorted({*cat.required_features, *drawn}, key=order.__getitem__)
+        features = sorted({*cat.required_features, *drawn}, key=self._order.__getitem__)
         terms = {name: cat.term(name).weight for name in cat.required_terms}
         if cat.dense_terms:
             name = self._draw(rng, list(cat.dense_terms), 1, "t")[0]
@@ -145,8 +146,7 @@ class OfflineMutator:
                 name = str(rng.choice(sorted(terms)))
                 terms[name] = float(f"{terms[name] * float(np.exp(rng.normal(0.0, 0.5))):.3g}")
             ops.append(f"{op}:{name}")
-        order = {f.name: i for i, f in enumerate(cat.features)}
-        return {"features": sorted(set(features), key=order.__getitem__), "terms": terms}, ops
+        return {"features": sorted(set(features), key=self._order.__getitem__), "terms": terms}, ops
 
     def _draw(
         self, rng: np.random.Generator, names: list[str], k: int, kind: str, inverse: bool = False
@@ -156,8 +156,7 @@ class OfflineMutator:
         drops the least promising piece first)."""
         if k <= 0 or not names:
             return []
-        pieces = self.catalog.features if kind == "f" else self.catalog.terms
-        priors = {p.name: p.prior for p in pieces}
+        priors = self._priors[kind]
         odds = np.array([priors.get(n, 1.0) for n in names], dtype=np.float64)
         odds = 1.0 / odds if inverse else odds
         picked = rng.choice(len(names), size=min(k, len(names)), replace=False, p=odds / odds.sum())

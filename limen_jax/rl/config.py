@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
+from limen_jax.config import BRAX_TASKS
+
 Network = Literal["mlp", "gru"]
 AdvNorm = Literal["minibatch", "batch", "none"]
 
@@ -107,15 +109,12 @@ class PPOConfig:
         return cls(**_PRESETS[family][kind])
 
 
-_BRAX_TASKS = ("ant", "humanoid", "hopper", "walker2d", "halfcheetah")
-
-
 def _family(task_name: str) -> str:
     name = task_name.lower()
     for family in ("xland", "go1", "panda"):
         if family in name:
             return family
-    if name in _BRAX_TASKS:
+    if name in BRAX_TASKS:
         return "brax"
     return "generic"
 
