@@ -23,6 +23,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 from limen_envs import brax_catalog
+from limen_envs.presets import BRAX_PAPER, MUJOCO_CPU, TINY_CPU, paper_budget
 
 from limen_jax.catalog import Catalog
 from limen_jax.task import Box, Task, TaskState
@@ -90,6 +91,9 @@ class BraxTask(Task):
     backend = GENERALIZED
     episode_length = 1000
     params = {"success_velocity": 1.0}
+    ppo_presets = {"cpu": MUJOCO_CPU, "paper": BRAX_PAPER}
+    # Brax's published PPO budget for its locomotion envs (50M steps)
+    budgets = {"paper": paper_budget(5_000_000, 50_000_000, 0.0), "cpu": TINY_CPU}
 
     def __init__(self, **params: float) -> None:
         super().__init__(**params)

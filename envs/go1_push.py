@@ -26,6 +26,7 @@ import mujoco
 import numpy as np
 from limen_envs import go1_catalog
 from limen_envs.mujoco_common import MjxSim, patch_mjx_tree_scan, quat_to_yaw, sensor_slice, use_offline_menagerie
+from limen_envs.presets import GO1_PAPER, MUJOCO_CPU, TINY_CPU, paper_budget
 from mujoco import mjx
 
 from limen_jax.catalog import Catalog
@@ -118,6 +119,8 @@ class Go1Push(Task):
     description = "Unitree Go1 (MJX): recover from 150-400 N torso pushes every 75 steps; 500 steps"
     episode_length = 500
     action_space = Box(12, -1.0, 1.0)
+    ppo_presets = {"cpu": MUJOCO_CPU, "paper": GO1_PAPER}
+    budgets = {"paper": paper_budget(5_000_000, 25_000_000, 0.0), "cpu": TINY_CPU}
     # push_force: scale on the U(150, 400) N push magnitude; push_interval: control steps
     # between pushes. Both are closure constants: changing them builds a new task (recompiles).
     params = {"push_force": 1.0, "push_interval": 75.0}

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import mujoco
 from limen_envs import panda_catalog
 from limen_envs.mujoco_common import ASSETS_DIR, MjxSim, patch_mjx_tree_scan
+from limen_envs.presets import MUJOCO_CPU, PANDA_PAPER, TINY_CPU, paper_budget
 from mujoco import mjx
 
 from limen_jax.catalog import Catalog
@@ -109,6 +110,8 @@ class PandaTrack(Task):
     description = "Franka Panda (MJX): track a 3-D Lissajous target with the end-effector; 500 steps"
     episode_length = 500
     action_space = Box(8, -1.0, 1.0)
+    ppo_presets = {"cpu": {**MUJOCO_CPU, "ent_coef": 0.015}, "paper": PANDA_PAPER}
+    budgets = {"paper": paper_budget(3_000_000, 15_000_000, 0.0), "cpu": TINY_CPU}
     # traj_speed: the reference's target_speed (angular rate = traj_speed x freq); radius:
     # Lissajous amplitude in metres (z amplitude 0.7 x radius). Closure constants.
     params = {"traj_speed": 0.35, "radius": 0.10}

@@ -16,6 +16,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 from limen_envs import xland_catalog
+from limen_envs.presets import XLAND_CPU, XLAND_PAPER, cpu_budget, paper_budget
 from xminigrid.core.actions import take_action
 from xminigrid.core.constants import DIRECTIONS, NUM_COLORS, NUM_TILES, TILES_REGISTRY, Colors, Tiles
 from xminigrid.core.goals import AgentHoldGoal, BaseGoal, TileNearGoal
@@ -85,6 +86,7 @@ class XLandTask(Task):
     rules: tuple[BaseRule, ...] = ()
     init_tiles: tuple[tuple[int, int], ...] = ()
     action_space = Discrete(6)
+    ppo_presets = {"cpu": XLAND_CPU, "paper": XLAND_PAPER}
     goal_desc = ""
     rules_desc = ""
 
@@ -167,6 +169,9 @@ class XLandEasy(XLandTask):
     name = "xland_easy"
     description = "XLand-MiniGrid 9x9 room: pick up the blue pyramid (a red ball distracts); 80 steps"
     episode_length = 80
+    # paper cascade (DESIGN.md §4); on 2 CPU cores the cpu preset takes about 4 minutes
+    # (best 0.73 at 150k steps, docs/evolution.md)
+    budgets = {"paper": paper_budget(500_000, 1_000_000, 0.05), "cpu": cpu_budget(150_000, 3, 3, 0.05)}
     goal = AgentHoldGoal(tile=_tile(Tiles.PYRAMID, Colors.BLUE))
     init_tiles = ((Tiles.PYRAMID, Colors.BLUE), (Tiles.BALL, Colors.RED))
     goal_desc = (
@@ -182,6 +187,7 @@ class XLandMedium(XLandTask):
     name = "xland_medium"
     description = "XLand-MiniGrid 9x9 room: place the yellow pyramid next to the green square; 80 steps"
     episode_length = 80
+    budgets = {"paper": paper_budget(1_000_000, 2_000_000, 0.02), "cpu": cpu_budget(250_000, 3, 3, 0.02)}
     goal = TileNearGoal(tile_a=_tile(Tiles.PYRAMID, Colors.YELLOW), tile_b=_tile(Tiles.SQUARE, Colors.GREEN))
     init_tiles = ((Tiles.PYRAMID, Colors.YELLOW), (Tiles.SQUARE, Colors.GREEN))
     goal_desc = (
@@ -202,6 +208,8 @@ class XLandHard(XLandTask):
     grid_type = "R4"
     size = 13
     episode_length = 400
+    # cpu preset: about 27 minutes on 2 cores (best 0.87 at 1M steps, docs/evolution.md)
+    budgets = {"paper": paper_budget(3_000_000, 5_000_000, 0.01), "cpu": cpu_budget(1_000_000, 5, 3, 0.01)}
     goal = TileNearGoal(tile_a=_tile(Tiles.BALL, Colors.GREEN), tile_b=_tile(Tiles.HEX, Colors.YELLOW))
     rules = (
         AgentHoldRule(tile=_tile(Tiles.PYRAMID, Colors.BLUE), prod_tile=_tile(Tiles.BALL, Colors.GREEN)),

@@ -1,6 +1,6 @@
 """The evolution run's configuration: nested frozen dataclasses, presets, strict loading.
 
-``EvolveConfig.preset(task, "cpu" | "paper")`` gives the budgets; any field can be
+``EvolveConfig.preset_for(task, "cpu" | "paper")`` gives the task's budgets (``Task.budgets``); any field can be
 overridden with ``dataclasses.replace`` or from a dict (unknown keys are an error, so a
 typo in a config file never silently runs the default).
 """
@@ -13,8 +13,6 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 MODES = ("full", "obs_only", "reward_only", "sparse", "independent")
-# the bundled Brax classics (limen_envs.brax_classics): one budget and one PPO family
-BRAX_TASKS = ("ant", "humanoid", "hopper", "walker2d", "halfcheetah")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,24 +86,19 @@ class EvolveConfig:
     @classmethod
     def preset_for(cls, task: str, preset: str = "cpu", **overrides: Any) -> EvolveConfig:
         """The budgets of ``preset`` for ``task``; ``overrides`` are top-level fields."""
-        if preset == "paper":
-            short, full, thr = _PAPER_BUDGETS.get(task, (1_000_000, 2_000_000, 0.02))
-            cfg = cls(
-                task=task,
-                preset=preset,
-                search=SearchConfig(iterations=30, candidates=1, seeds=3),
-                cascade=CascadeConfig(short, full, thr),
-            )
-        elif preset == "cpu":
-            short, full, iters, cands = _CPU_BUDGETS.get(task, (0, 16_000, 2, 2))
-            cfg = cls(
-                task=task,
-                preset=preset,
-                search=SearchConfig(iterations=iters, candidates=cands, seeds=2),
-                cascade=CascadeConfig(short, full, _PAPER_BUDGETS.get(task, (0, 0, 0.0))[2]),
-            )
-        else:
+        # the task owns its budgets (Task.budgets); an unknown name gets the defaults
+        from limen_jax.registry import task_facts
+        from limen_jax.task import DEFAULT_BUDGETS, Task
+
+        if preset not in DEFAULT_BUDGETS:
             raise ValueError(f"unknown preset {preset!r}; expected cpu or paper")
+        b = (task_facts(task) or Task).budget(preset)
+        cfg = cls(
+            task=task,
+            preset=preset,
+            search=SearchConfig(iterations=b.iterations, candidates=b.candidates, seeds=b.seeds),
+            cascade=CascadeConfig(b.short_steps, b.full_steps, b.threshold),
+        )
         return from_dict(cls, {**to_dict(cfg), **overrides})
 
     def to_dict(self) -> dict[str, Any]:
@@ -114,31 +107,6 @@ class EvolveConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvolveConfig:
         return from_dict(cls, data)
-
-
-# (short, full, threshold) from the paper (DESIGN.md §4)
-_PAPER_BUDGETS = {
-    "xland_easy": (500_000, 1_000_000, 0.05),
-    "xland_medium": (1_000_000, 2_000_000, 0.02),
-    "xland_hard": (3_000_000, 5_000_000, 0.01),
-    "go1_push": (5_000_000, 25_000_000, 0.0),
-    "panda_track": (3_000_000, 15_000_000, 0.0),
-    # Brax's published PPO budget for its locomotion envs (50M steps)
-    **dict.fromkeys(BRAX_TASKS, (5_000_000, 50_000_000, 0.0)),
-}
-# (short, full, iterations, candidates). On a CPU, compiling a batch costs as much as
-# training it, so the CPU presets skip the cascade (short 0: one stage, one compile per
-# iteration); xland_easy takes about 4 minutes on 2 cores (best 0.73 at 150k steps),
-# xland_hard about 27 (best 0.87 at 1M steps; docs/evolution.md).
-# The MuJoCo tasks learn on a GPU (paper budgets); their CPU preset is a tiny end-to-end
-# run (a first generation and one iteration of two candidates) that exercises everything.
-_TINY = (0, 25_600, 1, 2)
-_CPU_BUDGETS = {
-    "xland_easy": (0, 150_000, 3, 3),
-    "xland_medium": (0, 250_000, 3, 3),
-    "xland_hard": (0, 1_000_000, 5, 3),
-    **dict.fromkeys(("go1_push", "panda_track", *BRAX_TASKS), _TINY),
-}
 
 
 def to_dict(obj: Any) -> dict[str, Any]:

@@ -1,31 +1,36 @@
-"""The task protocol and registry.
+"""The task protocol: what the engine needs from a task, and the facts a task owns.
 
 A task is a simulator plus a trajectory-level success signal. Interface programs see
-only ``TaskState.sim`` (the simulator's own state pytree, with its own field names:
-``state.grid`` for XLand, ``state.data.qpos`` / ``state.info["gravity"]`` for MJX);
+only ``TaskState.sim`` (the simulator's own state pytree, with its own field names);
 the engine handles horizons, auto-reset and the interface injection.
 
-A third-party task is one class implementing :class:`Task` and one line::
-
-    limen_jax.register("my_task", MyTask)
-
-after which ``--task my_task`` works everywhere (or pass ``--task my_pkg.my_mod:MyTask``
-without registering).
+Besides its dynamics, a task owns every per-task fact the engine uses: its PPO presets
+(:attr:`Task.ppo_presets`), its evolve budgets and cascade threshold
+(:attr:`Task.budgets`), its offline catalog (:meth:`Task.offline_catalog`) and the
+markdown the LLM is given (:attr:`Task.context`). Tasks are found by name through
+:mod:`limen_jax.registry` (entry points of the group ``limen_jax.tasks``, explicit
+:func:`register` calls, adapter families such as ``playground:<EnvName>``, or
+``package.module:Class``).
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
-import importlib
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
 from limen_jax.catalog import Catalog
+from limen_jax.registry import describe, families, make, note_task, register, register_family, registered_tasks
+
+__all__ = [
+    "ActionSpace", "Box", "Budget", "DEFAULT_BUDGETS", "Discrete", "Task", "TaskState", "Transition",
+    "describe", "families", "make", "register", "register_family", "registered_tasks",
+]  # fmt: skip
 
 PyTree = Any
 
@@ -63,6 +68,33 @@ class Box:
 ActionSpace = Discrete | Box
 
 
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    """One evolve preset's budget for a task (what ``EvolveConfig.preset_for`` reads).
+
+    full_steps / short_steps: environment steps of the full multi-seed run and of the
+        short single-seed cascade run (0: no cascade, one stage).
+    threshold: the short run's success threshold for promotion to the full run.
+    iterations: mutation rounds after the first generation; candidates: children per
+        iteration (trained together); seeds: seeds of the full run.
+    """
+
+    full_steps: int
+    iterations: int
+    candidates: int
+    seeds: int
+    short_steps: int = 0
+    threshold: float = 0.0
+
+
+# What a task that declares nothing gets: the paper's loop shape with a generic budget,
+# and on a CPU a small smoke run (one stage, two rounds of two candidates).
+DEFAULT_BUDGETS: Mapping[str, Budget] = {
+    "paper": Budget(full_steps=2_000_000, short_steps=1_000_000, threshold=0.02, iterations=30, candidates=1, seeds=3),
+    "cpu": Budget(full_steps=16_000, iterations=2, candidates=2, seeds=2),
+}
+
+
 class TaskState(struct.PyTreeNode):
     """State of one environment of a task.
 
@@ -92,6 +124,14 @@ class Task(abc.ABC):
     horizon used for training and evaluation) and ``action_space``, and may declare
     perturbable parameters in ``params`` (e.g. ``{"push_force": 1.0}``), which
     :meth:`with_params` overrides.
+
+    Facts, read from the class without building the task (class attributes):
+
+    ppo_presets: ``{"cpu": {...}, "paper": {...}}``, each a dict of
+        ``limen_jax.rl.PPOConfig`` field values (what ``PPOConfig.preset`` returns); a
+        missing kind means PPOConfig's defaults.
+    budgets: ``{"cpu": Budget, "paper": Budget}``; a missing kind means
+        :data:`DEFAULT_BUDGETS`.
     """
 
     name: str = ""
@@ -99,12 +139,28 @@ class Task(abc.ABC):
     episode_length: int = 0
     action_space: ActionSpace = Discrete(1)
     params: dict[str, float] = {}
+    ppo_presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+    budgets: ClassVar[Mapping[str, Budget]] = DEFAULT_BUDGETS
 
     def __init__(self, **params: float) -> None:
         unknown = set(params) - set(self.params)
         if unknown:
             raise ValueError(f"{self.name}: unknown task parameters {sorted(unknown)}; known: {sorted(self.params)}")
         self.params = {**type(self).params, **params}
+        # a task built directly (not by name) still has its facts found by its name
+        note_task(self.name, type(self))
+
+    @classmethod
+    def ppo_preset(cls, kind: str) -> dict[str, Any]:
+        """PPOConfig field values of preset ``kind`` ("cpu" or "paper")."""
+        return dict(cls.ppo_presets.get(kind, {}))
+
+    @classmethod
+    def budget(cls, kind: str) -> Budget:
+        """The evolve budget of preset ``kind`` ("cpu" or "paper")."""
+        if kind not in DEFAULT_BUDGETS:
+            raise ValueError(f"unknown preset {kind!r}; expected cpu or paper")
+        return cls.budgets.get(kind, DEFAULT_BUDGETS[kind])
 
     def with_params(self, **params: float) -> Task:
         """A copy of this task with some parameters overridden (robustness sweeps)."""
@@ -180,56 +236,3 @@ def _where(pred: jax.Array, a: PyTree, b: PyTree) -> PyTree:
     return jax.tree.map(sel, a, b)
 
 
-# --- registry -------------------------------------------------------------------------
-
-TaskFactory = Callable[..., Task]
-
-# Bundled tasks are registered by import path so that `import limen_jax` stays fast and
-# the MuJoCo stack is imported only by those who use it.
-_REGISTRY: dict[str, TaskFactory | str] = {
-    "xland_easy": "limen_envs.xland:XLandEasy",
-    "xland_medium": "limen_envs.xland:XLandMedium",
-    "xland_hard": "limen_envs.xland:XLandHard",
-    "go1_push": "limen_envs.go1_push:Go1Push",
-    "panda_track": "limen_envs.panda_track:PandaTrack",
-    "ant": "limen_envs.brax_classics:Ant",
-    "humanoid": "limen_envs.brax_classics:Humanoid",
-    "hopper": "limen_envs.brax_classics:Hopper",
-    "walker2d": "limen_envs.brax_classics:Walker2d",
-    "halfcheetah": "limen_envs.brax_classics:Halfcheetah",
-}
-
-
-def register(name: str, factory: TaskFactory | str, *, overwrite: bool = False) -> None:
-    """Register a task factory (a Task subclass, a callable, or "module:attr")."""
-    if name in _REGISTRY and not overwrite:
-        raise ValueError(f"task {name!r} is already registered")
-    _REGISTRY[name] = factory
-
-
-def registered_tasks() -> list[str]:
-    return sorted(_REGISTRY)
-
-
-def _resolve(ref: TaskFactory | str) -> TaskFactory:
-    if not isinstance(ref, str):
-        return ref
-    module, _, attr = ref.partition(":")
-    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
-
-
-def make(name: str, **params: float) -> Task:
-    """Build a task by registered name, or by ``"package.module:Class"``."""
-    if name in _REGISTRY:
-        factory = _resolve(_REGISTRY[name])
-    elif ":" in name:
-        factory = _resolve(name)
-    else:
-        raise KeyError(f"unknown task {name!r}; registered: {', '.join(registered_tasks())}")
-    return factory(**params)
-
-
-def describe(name: str) -> str:
-    """The one-line description of a registered task, without building it."""
-    factory = _resolve(_REGISTRY[name])
-    return str(getattr(factory, "description", "") or (factory.__doc__ or "").strip().splitlines()[0])

@@ -1,4 +1,4 @@
-"""``python -m limen_jax.tasks``: list the registered tasks with a one-line description.
+"""``python -m limen_jax.tasks``: list the registered tasks and adapter families.
 
 ``--context NAME`` prints the markdown the LLM is given for that task.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from limen_jax.task import describe, make, registered_tasks
+from limen_jax.registry import describe, families, make, registered_tasks
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,13 +23,18 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return 0
     names = registered_tasks()
-    width = max(map(len, names))
+    fams = families()
+    width = max(map(len, [*names, *(f"{p}:<env>" for p in fams)]))
     for name in names:
         try:
             line = describe(name)
-        except ImportError as exc:  # e.g. the MuJoCo extra is not installed
-            line = f"(unavailable: {exc.name or exc} — pip install 'limen_jax[mujoco]')"
+        except ImportError as exc:  # e.g. the task's extra is not installed
+            line = f"(unavailable: {exc.name or exc})"
         print(f"{name:<{width}}  {line}")
+    if fams:
+        print("\nadapter families (--task <family>:<env>):")
+        for prefix, line in fams.items():
+            print(f"{prefix + ':<env>':<{width}}  {line}")
     return 0
 
 
