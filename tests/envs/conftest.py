@@ -1,14 +1,13 @@
-"""Session fixtures: one compiled rollout per MuJoCo task (skipped without the extra)."""
+"""Session fixtures: one compiled rollout per MuJoCo task (skipped only without the extra)."""
 
 from __future__ import annotations
 
 import pytest
+from mujoco_extra import require_mujoco
 
 
 def _rollout(name: str):
-    pytest.importorskip("mujoco.mjx")
-    pytest.importorskip("brax")
-    pytest.importorskip("mujoco_playground")
+    require_mujoco()
     from mujoco_rollout import Rollout
 
     return Rollout(name)

@@ -15,10 +15,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from mujoco_extra import require_mujoco
 
-pytest.importorskip("mujoco.mjx")
-pytest.importorskip("brax")
-pytest.importorskip("mujoco_playground")
+require_mujoco()
 
 from limen_envs import interfaces  # noqa: E402
 from limen_envs.mujoco_common import menagerie_path  # noqa: E402

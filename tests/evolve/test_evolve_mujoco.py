@@ -14,9 +14,9 @@ import subprocess
 import sys
 
 import pytest
+from mujoco_extra import require_mujoco
 
-pytest.importorskip("mujoco.mjx")
-pytest.importorskip("brax")
+require_mujoco()
 
 TINY = {
     "search": {"iterations": 0, "candidates": 2, "seeds": 1},

@@ -1,0 +1,1 @@
+"""Makes ``tests/`` importable for shared helpers (``mujoco_extra``)."""
