@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from limen_jax.adapters.env_task import CONTINUOUS_CPU, CONTINUOUS_PAPER
 from limen_jax.task import Budget
 
 # Measured on this 2-core CPU (issue 3): xland_easy with a compact interface reaches about
@@ -47,24 +48,11 @@ PANDA_PAPER: dict[str, Any] = dict(
     activation="swish", actor_hidden=(32, 32, 32, 32), critic_hidden=(256, 256, 256, 256, 256),
 )  # fmt: skip
 
-# Brax's own PPO settings for its locomotion envs (brax/training/agents/ppo, as used by
-# Eureka-style reward search): batch 2048 x 32 minibatches of 5-step unrolls = 4096 envs
-# x 80 steps per update, 4 passes; policy 4 x 32, value 5 x 256, swish.
-BRAX_PAPER: dict[str, Any] = dict(
-    num_envs=4096, rollout_len=80, epochs=4, minibatches=32, lr=3e-4, anneal_lr=False,
-    gamma=0.97, gae_lambda=0.95, clip_eps=0.3, vf_clip=None, ent_coef=0.01, vf_coef=0.5,
-    max_grad_norm=1.0, adv_norm="minibatch", normalize_obs=True, network="mlp",
-    activation="swish", actor_hidden=(32, 32, 32, 32), critic_hidden=(256, 256, 256, 256, 256),
-)  # fmt: skip
-
-# On this CPU the MuJoCo tasks run at tiny budgets (correctness, not learning): few envs
-# and 32 evaluation episodes, since every evaluation episode is a full 500-1000 steps.
-MUJOCO_CPU: dict[str, Any] = dict(
-    num_envs=64, rollout_len=20, epochs=4, minibatches=4, lr=3e-4, anneal_lr=False,
-    gamma=0.97, gae_lambda=0.95, clip_eps=0.2, vf_clip=None, ent_coef=0.01, vf_coef=0.5,
-    max_grad_norm=1.0, adv_norm="minibatch", normalize_obs=True, network="mlp",
-    activation="swish", actor_hidden=(128, 128), critic_hidden=(128, 128), eval_episodes=32,
-)  # fmt: skip
+# Brax's own PPO settings for its locomotion envs, and a tiny CPU setting (correctness,
+# not learning: few envs, 32 evaluation episodes, since each is a full 500-1000 steps);
+# the engine's generic continuous-control presets, shared with the adapters.
+BRAX_PAPER: dict[str, Any] = CONTINUOUS_PAPER
+MUJOCO_CPU: dict[str, Any] = CONTINUOUS_CPU
 
 
 def paper_budget(short_steps: int, full_steps: int, threshold: float) -> Budget:
