@@ -25,7 +25,14 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 from limen_envs import go1_catalog
-from limen_envs.mujoco_common import MjxSim, patch_mjx_tree_scan, quat_to_yaw, sensor_slice, use_offline_menagerie
+from limen_envs.mujoco_common import (
+    MjxSim,
+    completed,
+    patch_mjx_tree_scan,
+    quat_to_yaw,
+    sensor_slice,
+    use_offline_menagerie,
+)
 from limen_envs.presets import GO1_PAPER, MUJOCO_CPU, TINY_CPU, paper_budget
 from mujoco import mjx
 
@@ -90,6 +97,14 @@ Control: 50 Hz (ctrl_dt 0.02 s; physics sim_dt 0.004 s, 5 substeps); episode len
 - `state.info["cum_pos_error"]`: float32 (): sum over steps of `norm(pos_xy)`.
 - `state.info["push_count"]`: float32 (): pushes so far.
 - `state.info["rng"]`: the task's random key (internal; do not use).
+- `state.obs`: float32 (52,): the default observation (local_linvel 3, gyro 3,
+  gravity 3, joint angles - home 12, joint velocities 12, last_act 12, pos_xy 2,
+  height 1, heading 1, push_force / 100 3).
+- `state.reward`: float32 (): 1.0 on the last step of a successful episode, else 0
+  (the sparse success reward; this task has no other native reward).
+- `state.done`: float32 (): 1.0 when the step fell over (`upvector[2] < 0.3`).
+- `state.metrics["pos_error"]`: float32 (): `norm(info["pos_xy"])`;
+  `state.metrics["upright"]`: float32 (): `info["upvector"][2]`.
 
 Joint order (qpos[7:19], qvel[6:18], actions, actuator_force): FR hip, FR thigh, FR calf,
 FL hip, FL thigh, FL calf, RR hip, RR thigh, RR calf, RL hip, RL thigh, RL calf.
@@ -157,7 +172,7 @@ class Go1Push(Task):
             "cum_pos_error": jnp.asarray(0.0, jnp.float32),
             "push_count": jnp.asarray(0.0, jnp.float32),
         }
-        sim = MjxSim(data=data, info=self._with_sensors(data, info))
+        sim = self._complete(MjxSim(data=data, info=self._with_sensors(data, info)))
         false = jnp.asarray(False)
         return TaskState(sim=sim, done=false, success=false)
 
@@ -179,9 +194,14 @@ class Go1Push(Task):
             "cum_pos_error": info["cum_pos_error"] + pos_error,
             "push_count": info["push_count"] + at_push_start.astype(jnp.float32),
         }
-        sim = MjxSim(data=data, info=self._with_sensors(data, new_info))
+        sim = self._complete(MjxSim(data=data, info=self._with_sensors(data, new_info)))
         done = self._fallen(sim)
         return TaskState(sim=sim, done=done, success=state.success | self._succeeded(sim))
+
+    def _complete(self, sim: MjxSim) -> MjxSim:
+        """Fill ``obs``, ``reward``, ``done`` and ``metrics`` (Playground's State fields)."""
+        metrics = {"pos_error": jnp.linalg.norm(sim.info["pos_xy"]), "upright": sim.info["upvector"][2]}
+        return completed(sim, self.default_observation(sim), self._succeeded(sim), self._fallen(sim), metrics)
 
     def push(
         self, rng: jax.Array, step_count: jax.Array, last_force: jax.Array

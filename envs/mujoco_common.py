@@ -15,7 +15,7 @@ from flax import struct
 
 from limen_jax.adapters.mjx_support import menagerie_path, patch_mjx_tree_scan, use_offline_menagerie
 
-__all__ = ["ASSETS_DIR", "MjxSim", "menagerie_path", "patch_mjx_tree_scan", "quat_to_yaw", "sensor_slice",
+__all__ = ["ASSETS_DIR", "MjxSim", "completed", "menagerie_path", "patch_mjx_tree_scan", "quat_to_yaw", "sensor_slice",
            "use_offline_menagerie"]  # fmt: skip
 
 ASSETS_DIR = pathlib.Path(__file__).resolve().parent / "assets"
@@ -24,14 +24,33 @@ ASSETS_DIR = pathlib.Path(__file__).resolve().parent / "assets"
 class MjxSim(struct.PyTreeNode):
     """The simulator state interface programs see for the MJX tasks.
 
+    The fields of MuJoCo Playground's ``State``, which the reference's task contexts
+    document, so that programs written for the reference run here:
+
     data: ``mujoco.mjx.Data`` of the robot (``data.qpos``, ``data.qvel``, ``data.ctrl``,
         ``data.actuator_force``, ``data.site_xpos``, ...).
     info: dict of task quantities (names as in the paper's Appendix C); ``info["rng"]``
         is the task's own key for in-episode randomness.
+    obs: float32[D], the task's default observation of this state.
+    reward: float32[], the task's sparse reward for the step into this state (1.0 on the
+        last step of a successful trajectory; these tasks have no native dense reward).
+    done: float32[], 1.0 when the step into this state terminated the episode.
+    metrics: dict of float32[] scalars the task logs each step.
     """
 
     data: Any
     info: dict[str, Any]
+    obs: Any = None
+    reward: Any = None
+    done: Any = None
+    metrics: Any = None
+
+
+def completed(sim: MjxSim, obs: jax.Array, reward: jax.Array, done: jax.Array, metrics: dict[str, Any]) -> MjxSim:
+    """``sim`` with Playground's documented fields filled (dtypes fixed: float32)."""
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    metrics = {k: f32(v) for k, v in metrics.items()}
+    return sim.replace(obs=f32(obs), reward=f32(reward), done=f32(done), metrics=metrics)
 
 
 def quat_to_yaw(quat: jax.Array) -> jax.Array:

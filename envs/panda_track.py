@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import mujoco
 from limen_envs import panda_catalog
-from limen_envs.mujoco_common import ASSETS_DIR, MjxSim, patch_mjx_tree_scan
+from limen_envs.mujoco_common import ASSETS_DIR, MjxSim, completed, patch_mjx_tree_scan
 from limen_envs.presets import MUJOCO_CPU, PANDA_PAPER, TINY_CPU, paper_budget
 from mujoco import mjx
 
@@ -83,6 +83,18 @@ Control: 50 Hz (ctrl_dt 0.02 s; physics sim_dt 0.005 s, 4 substeps); episode len
   `gripper_target_dist`.
 - `state.info["tracking_steps"]`: float32 (): steps accumulated (= step_count).
 - `state.info["rng"]`: the task's random key (internal; do not use).
+- `state.obs`: float32 (20,): the default observation (arm qpos 7, arm qvel 7,
+  gripper_pos 3, target_pos 3).
+- `state.reward`: float32 (): 1.0 on the last step of a successful episode, else 0
+  (the sparse success reward; this task has no other native reward).
+- `state.done`: float32 (): 1.0 when the physics produced NaNs (the only termination).
+- `state.metrics["tracking_error"]`: float32 (): `info["gripper_target_dist"]`.
+
+Scene: arm only. The reference ran on Playground's pick-cube scene, whose qpos (16,)
+adds a free cube (7) to the arm's 9; the cube plays no part in tracking, and this scene
+leaves it (and the floor and contacts) out so that MJX runs no collision detection:
+`state.data.qpos` is (9,) here. Index the arm as `qpos[0:7]`, `qvel[0:7]` and the
+fingers as `qpos[7:9]`; these match the reference's layout.
 
 Arm joint ranges (rad): {ranges}.
 
@@ -184,7 +196,7 @@ class PandaTrack(Task):
             "cumulative_tracking_error": jnp.asarray(0.0, jnp.float32),
             "tracking_steps": jnp.asarray(0.0, jnp.float32),
         }
-        sim = MjxSim(data=data, info=self._with_tracking(data, info))
+        sim = self._complete(MjxSim(data=data, info=self._with_tracking(data, info)))
         false = jnp.asarray(False)
         return TaskState(sim=sim, done=false, success=false)
 
@@ -203,9 +215,15 @@ class PandaTrack(Task):
             "cumulative_tracking_error": info["cumulative_tracking_error"] + dist,
             "tracking_steps": info["tracking_steps"] + 1.0,
         }
-        sim = MjxSim(data=data, info=self._with_tracking(data, new_info))
+        sim = self._complete(MjxSim(data=data, info=self._with_tracking(data, new_info)))
         done = jnp.isnan(data.qpos).any() | jnp.isnan(data.qvel).any()
         return TaskState(sim=sim, done=done, success=state.success | self._succeeded(sim))
+
+    def _complete(self, sim: MjxSim) -> MjxSim:
+        """Fill ``obs``, ``reward``, ``done`` and ``metrics`` (Playground's State fields)."""
+        done = jnp.isnan(sim.data.qpos).any() | jnp.isnan(sim.data.qvel).any()
+        metrics = {"tracking_error": sim.info["gripper_target_dist"]}
+        return completed(sim, self.default_observation(sim), self._succeeded(sim), done, metrics)
 
     def _physics(self, data: Any, ctrl: jax.Array) -> Any:
         def substep(d: Any, _: None) -> tuple[Any, None]:

@@ -191,15 +191,17 @@ class EnvTask(Task):
     @property
     def context(self) -> str:
         shapes = jax.eval_shape(self.reset, jax.random.key(0)).sim
+        space = self.action_space
+        assert isinstance(space, Box)
         return _CONTEXT.format(
             title=f"{self.env_name} ({self.family})",
             summary=self.summary(),
             success=self._success_text(),
             horizon=self.episode_length,
             fields="\n".join(state_doc.field_lines(shapes)),
-            act_dim=self.action_space.dim,
-            low=self.action_space.low,
-            high=self.action_space.high,
+            act_dim=space.dim,
+            low=space.low,
+            high=space.high,
             actions=self.actions_doc,
         )
 

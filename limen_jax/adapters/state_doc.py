@@ -100,7 +100,7 @@ def auto_catalog(shapes: Any, horizon: int, success_term: str | None = None) -> 
         if _is_float(leaf) and leaf.shape == ():
             name = "m_" + _ident(expr)
             terms.append(Term(name, f"t_{name} = next_state.metrics{expr.removeprefix('state')}", 0.5, prior=0.5))
-    required = ("native",)
+    required: tuple[str, ...] = ("native",)
     if success_term:
         terms.append(Term("success", success_term, 10.0))
         required = ("native", "success")

@@ -107,6 +107,11 @@ def test_go1_state_layout_and_rollout(go1):
     np.testing.assert_array_equal(sim.info["push_force"], 0.0)
     obs = jax.vmap(go1.task.default_observation)(seen.sim)
     assert obs.shape == (N_ENVS * N_STEPS, 52) and np.isfinite(np.asarray(obs)).all()
+    # Playground's State fields beside data and info, as the reference's contexts document
+    np.testing.assert_array_equal(seen.next_sim.obs, jax.vmap(go1.task.default_observation)(seen.next_sim))
+    assert sim.reward.dtype == jnp.float32 and sim.reward.tolist() == [0.0] * N_ENVS
+    assert sim.done.tolist() == [0.0] * N_ENVS and set(sim.metrics) == {"pos_error", "upright"}
+    np.testing.assert_allclose(sim.metrics["upright"], sim.info["upvector"][:, 2])
 
 
 def test_go1_success_only_at_the_end_upright_and_near_origin(go1):
@@ -155,6 +160,8 @@ def test_go1_context_names_every_field(go1):
     for field in ("state.data.qpos", "state.data.qvel", "state.data.actuator_force"):
         assert field in ctx
     assert "0.10 m" in ctx and "500" in ctx and "upvector" in ctx
+    for field in ("state.obs`: float32 (52,)", "state.reward`", "state.done`", 'state.metrics["pos_error"]'):
+        assert field in ctx, field
 
 
 # --- panda_track --------------------------------------------------------------------------
@@ -224,6 +231,10 @@ def test_panda_context_names_every_field(panda):
     for key in ("freq_x", "freq_y", "freq_z", "phase_x", "phase_y"):
         assert key in ctx
     assert "state.data.qpos" in ctx and "0.02 m" in ctx
+    for field in ("state.obs`: float32 (20,)", "state.reward`", "state.done`", 'state.metrics["tracking_error"]'):
+        assert field in ctx, field
+    # the scene differs from the reference's (no cube): the LLM is told exactly how
+    assert "qpos (16,)" in ctx and "`state.data.qpos` is (9,) here" in ctx
 
 
 # --- Brax classics ------------------------------------------------------------------------
