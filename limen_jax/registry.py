@@ -70,7 +70,7 @@ def families() -> dict[str, str]:
             doc = (module.__doc__ if module else getattr(ref, "__doc__", None)) or ""
         except ImportError:
             doc = ""
-        out[prefix] = doc.strip().splitlines()[0] if doc.strip() else ""
+        out[prefix] = doc.strip().splitlines()[0].replace("``", "`") if doc.strip() else ""
     return out
 
 
