@@ -41,7 +41,7 @@ class Beacon(Task):
         "paper": dict(num_envs=1024, rollout_len=20, minibatches=8),
     }  # fmt: skip
     budgets = {
-        "cpu": Budget(full_steps=4_096, iterations=1, candidates=2, seeds=1),
+        "cpu": Budget(full_steps=4_096, iterations=0, candidates=2, seeds=1),  # one generation: a smoke run
         "paper": Budget(full_steps=1_000_000, short_steps=200_000, threshold=0.1, iterations=20, candidates=2, seeds=3),
     }
 
