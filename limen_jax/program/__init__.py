@@ -258,7 +258,9 @@ def check_source(source: str, task: Task, mode: str = "full", **kwargs: Any) -> 
         raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
     start = time.perf_counter()
     name = kwargs.pop("name", "candidate")
-    ((result, size),) = _compile([source], task, mode, [name], kwargs.pop("sample", None), kwargs.pop("limits", None), 1)
+    ((result, size),) = _compile(
+        [source], task, mode, [name], kwargs.pop("sample", None), kwargs.pop("limits", None), 1
+    )
     if kwargs:
         raise TypeError(f"unexpected arguments {sorted(kwargs)}")
     if isinstance(result, ProgramError):

@@ -33,11 +33,13 @@ _CALLBACK_TARGET = re.compile(r"custom_call\s*@(\w*callback\w*)|call_target_name
 def leaf_specs(tree: Any) -> list[dict[str, Any]]:
     """Per flattened leaf of ``tree`` (arrays with a leading batch axis): the per-item
     ``shape``, the ``dtype`` that travels and the PRNG ``key_impl`` (None for plain arrays)."""
-    specs = []
+    specs: list[dict[str, Any]] = []
     for leaf in jax.tree.leaves(tree):
         if jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key):
             data = jax.random.key_data(leaf)
-            specs.append({"shape": list(data.shape[1:]), "dtype": str(data.dtype), "key_impl": jax.random.key_impl(leaf)})
+            specs.append(
+                {"shape": list(data.shape[1:]), "dtype": str(data.dtype), "key_impl": jax.random.key_impl(leaf)}
+            )
         else:
             specs.append({"shape": list(leaf.shape[1:]), "dtype": str(leaf.dtype), "key_impl": None})
     return specs

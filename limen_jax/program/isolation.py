@@ -103,22 +103,30 @@ def _bwrap_works() -> bool:
 
 def _read_only_paths() -> list[str]:
     """Directories a worker needs: system libraries, the interpreter, the import path."""
-    paths = {*_SYSTEM_DIRS, *_SYSTEM_FILES, sys.prefix, sys.base_prefix, sys.exec_prefix}
-    paths.add(os.path.dirname(os.path.realpath(sys.executable)))
+    import limen_jax
+
+    paths = {*_SYSTEM_DIRS, *_SYSTEM_FILES, sys.prefix, sys.base_prefix, sys.exec_prefix, sys.executable}
+    paths.add(os.path.dirname(os.path.dirname(os.path.abspath(limen_jax.__file__))))
     paths.update(p for p in sys.path if p)
-    real = {os.path.realpath(p) for p in paths if p and os.path.exists(p)}
+    found = {os.path.abspath(p) for p in paths if os.path.exists(p)}
+    # Symlinked paths (/lib -> usr/lib, a venv's python) are bound at both ends.
+    found |= {os.path.realpath(p) for p in found}
     # Keep /tmp hidden (the engine's scratch and other users' files live there).
-    real = {p for p in real if p != "/tmp" and not p.startswith("/tmp/")}
+    found = {p for p in found if p != "/tmp" and not p.startswith("/tmp/")}
     # Parents before children, so nested binds stack correctly.
-    return sorted(real, key=lambda p: (p.count("/"), p))
+    return sorted(found, key=lambda p: (p.count("/"), p))
 
 
 def bwrap_prefix(exe: str) -> list[str]:
     """The bubblewrap command line before the worker's own argv."""
     args = [exe, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL"]
     for path in _read_only_paths():
-        args += ["--ro-bind", path, path]
-    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--chdir", "/tmp"]
+        if os.path.islink(path):
+            if os.path.dirname(path) == "/":  # /lib -> usr/lib; deeper links live in bound dirs
+                args += ["--symlink", os.readlink(path), path]
+        else:
+            args += ["--ro-bind", path, path]
+    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--remount-ro", "/", "--chdir", "/tmp"]
     for key, value in WORKER_ENV.items():
         args += ["--setenv", key, value]
     return args

@@ -13,6 +13,7 @@ fault (:class:`ProgramError`); a worker that cannot start at all is the engine's
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -122,10 +123,8 @@ def run_worker(header: dict[str, Any], buffers: list[bytes], limits: Limits) -> 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
     """Kill the worker's process group (our own child's; bubblewrap takes its sandbox along)."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _verdict(out: bytes, err: bytes, code: int, timed_out: bool, limits: Limits, name: str) -> Verdict:

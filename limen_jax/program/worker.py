@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str]) -> None:
     from limen_jax.program.isolation import lockdown
 
     name, memory_mb, cpu_seconds = argv[0], int(argv[1]), int(argv[2])
@@ -42,7 +42,9 @@ def main(argv: list[str]) -> int:
     view = memoryview(data)
     while view:
         view = view[os.write(reply_fd, view) :]
-    return 0
+    # No interpreter shutdown: a compile or run abandoned at its time limit may still be
+    # going in a daemon thread, and finalising around it can abort.
+    os._exit(0)
 
 
 def _sample(header: dict[str, Any], buffers: list[bytes]) -> Any:
@@ -55,11 +57,11 @@ def _sample(header: dict[str, Any], buffers: list[bytes]) -> Any:
     task = make(header["task"]["factory"], **header["task"]["params"])
     sim_def = jax.tree.structure(jax.eval_shape(task.reset, jax.random.key(0)).sim)
     specs = header["sample"]
-    if len(specs) != 2 * sim_def.num_leaves + 1 or len(buffers) != len(specs):
+    n = int(sim_def.num_leaves)  # type: ignore[attr-defined]
+    if len(specs) != 2 * n + 1 or len(buffers) != len(specs):
         raise ValueError("the sample does not match the task's state structure")
     leaves = [jax.numpy.asarray(wire.array_from(s, b)) for s, b in zip(specs, buffers)]
     leaves = artifact.from_data(leaves, specs)
-    n = sim_def.num_leaves
     return Transition(
         sim=jax.tree.unflatten(sim_def, leaves[:n]),
         action=leaves[n],
@@ -79,14 +81,17 @@ def check_request(header: dict[str, Any], sample: Any) -> tuple[dict[str, Any], 
     except ProgramError as err:
         reply, blobs = {"ok": False, "error": err.to_dict()}, []
     except MemoryError:
-        reply, blobs = {"ok": False, "error": ProgramError("allocation", "the program used too much memory.").to_dict()}, []
+        reply, blobs = (
+            {"ok": False, "error": ProgramError("allocation", "the program used too much memory.").to_dict()},
+            [],
+        )
     except Exception as exc:  # a checker bug, reported as such (never blamed on the host)
-        err = ProgramError(
+        bug = ProgramError(
             "compile",
             f"the checker failed unexpectedly on this program ({exception_summary(exc)}); "
             "simplify the program. (This is a limen_jax bug: please report it.)",
         )
-        reply, blobs = {"ok": False, "error": err.to_dict(), "bug": True}, []
+        reply, blobs = {"ok": False, "error": bug.to_dict(), "bug": True}, []
     reply["reward_ast_size"] = reply.get("reward_ast_size", _reward_size_or_none(header["source"], header["mode"]))
     reply["seconds"] = time.perf_counter() - start
     return reply, blobs
@@ -121,9 +126,11 @@ def _check(
     reward_specs = artifact.leaf_specs((sample.sim, sample.action, sample.next_sim))
     blobs: dict[str, bytes] = {}
 
+    obs_dim = traced.obs_dim or 0
+
     def export_all() -> None:
         if traced.observe is not None:
-            post = artifact.observation_post(traced.obs_dim)
+            post = artifact.observation_post(obs_dim)
             blobs["obs"] = artifact.export_jaxpr(traced.observe, sim_specs, post, platforms)
         if traced.reward is not None:
             blobs["reward"] = artifact.export_jaxpr(traced.reward, reward_specs, artifact.reward_post, platforms)
@@ -131,11 +138,14 @@ def _check(
     run_with_timeout(export_all, limits.compile_seconds, "exporting the program")
 
     # From here on only the serialised artifact is used, exactly as the engine will.
-    calls = {}
+    calls: dict[str, tuple[Any, tuple[Any, ...]]] = {}
     if "obs" in blobs:
-        calls["obs"] = (artifact.load(blobs["obs"], sim_specs, (traced.obs_dim,)), (sample.sim,))
+        calls["obs"] = (artifact.load(blobs["obs"], sim_specs, (obs_dim,)), (sample.sim,))
     if "reward" in blobs:
-        calls["reward"] = (artifact.load(blobs["reward"], reward_specs, ()), (sample.sim, sample.action, sample.next_sim))
+        calls["reward"] = (
+            artifact.load(blobs["reward"], reward_specs, ()),
+            (sample.sim, sample.action, sample.next_sim),
+        )
 
     def run_all() -> dict[str, Any]:
         compiled = {
@@ -193,4 +203,4 @@ def _reward_size_or_none(source: str, mode: str) -> int | None:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    main(sys.argv[1:])
