@@ -2,9 +2,11 @@
 
 The worker traces a program once to closed jaxprs (checks.py) and exports each as a
 function of the *flattened* state, batched: ``observe(*leaves[b, ...]) -> float32[b, D]``
-and ``reward(*sim[b, ...], action[b, ...], *next_sim[b, ...]) -> float32[b]``, with
-non-finite values replaced (NaN -> 0, +-inf -> +-1e6). PRNG key leaves travel as their
-raw ``uint32`` key data. The engine deserialises the bytes (:func:`load`), verifies
+and ``reward(*sim[b, ...], action[b, ...], *next_sim[b, ...]) -> float32[b]``, its raw
+values (the worker checks those for finiteness). PRNG key leaves travel as their raw
+``uint32`` key data. The engine's wrapper (:func:`unbatched`) replaces non-finite
+values and bounds the rest (NaN -> 0, values clipped to +-1e6) for states outside the
+checked sample. The engine deserialises the bytes (:func:`load`), verifies
 their signature and that they hold no host callbacks, and wraps them as an
 :class:`~limen_jax.interface.Interface` whose functions are jit- and (nested) vmap-able.
 No Python of the program is involved on the engine side.
@@ -80,15 +82,13 @@ def export_jaxpr(
 
 def observation_post(obs_dim: int) -> Callable[[jax.Array], jax.Array]:
     def post(out: jax.Array) -> jax.Array:
-        out = jnp.asarray(out, jnp.float32).reshape(obs_dim)
-        return jnp.nan_to_num(out, nan=0.0, posinf=POSINF, neginf=-POSINF)
+        return jnp.asarray(out, jnp.float32).reshape(obs_dim)
 
     return post
 
 
 def reward_post(out: jax.Array) -> jax.Array:
-    out = jnp.asarray(out, jnp.float32).reshape(())
-    return jnp.nan_to_num(out, nan=0.0, posinf=POSINF, neginf=-POSINF)
+    return jnp.asarray(out, jnp.float32).reshape(())
 
 
 # --- engine side ----------------------------------------------------------------------
@@ -135,11 +135,13 @@ def batched_call(exported: export.Exported) -> Callable[..., jax.Array]:
 
 
 def unbatched(call: Callable[..., jax.Array]) -> Callable[..., jax.Array]:
-    """A function of one (unbatched) pytree argument list, through the batched artifact."""
+    """A function of one (unbatched) pytree argument list, through the batched artifact,
+    with NaN replaced by 0 and values clipped to +-1e6 (the engine's own guard)."""
 
     def fn(*args: Any) -> jax.Array:
         leaves = to_data(jax.tree.leaves(args))
-        return call(*(jnp.asarray(x)[None] for x in leaves))[0]
+        out = call(*(jnp.asarray(x)[None] for x in leaves))[0]
+        return jnp.clip(jnp.nan_to_num(out, nan=0.0, posinf=POSINF, neginf=-POSINF), -POSINF, POSINF)
 
     return fn
 

@@ -165,8 +165,10 @@ def check_values(values: dict[str, np.ndarray]) -> None:
     """Check 5 on the artifact's outputs over the sample ("obs" [N, D], "reward" [N])."""
     if "obs" in values:
         _check_finite(values["obs"], "get_observation", "sampled states")
+        _check_range(values["obs"], "get_observation")
     if "reward" in values:
         _check_finite(values["reward"], "compute_reward", "sampled transitions")
+        _check_range(values["reward"], "compute_reward")
         _check_not_constant(values["reward"])
 
 
@@ -329,6 +331,21 @@ def _check_finite(values: np.ndarray, name: str, what: str) -> None:
         f"`{name}` returned {kinds} on {int(rows.sum())} of {len(rows)} {what}{detail}: guard "
         "divisions (x / jnp.maximum(d, 1e-6)), logs and square roots of values that can be 0 "
         "or negative (e.g. distances to objects that are absent).",
+    )
+
+
+# Larger values are clipped in training (artifact.POSINF): a program must not rely on them.
+MAX_ABS_VALUE = 1e6
+
+
+def _check_range(values: np.ndarray, name: str) -> None:
+    biggest = float(np.abs(values).max()) if values.size else 0.0
+    if biggest <= MAX_ABS_VALUE:
+        return
+    raise ProgramError(
+        "nonfinite",
+        f"`{name}` returned values as large as {biggest:.3g} on sampled states; keep every value "
+        f"within +-{MAX_ABS_VALUE:g} (normalise features, scale rewards down).",
     )
 
 
