@@ -147,18 +147,30 @@ def worker_command(name: str) -> list[str]:
 
 
 def lockdown(name: str, memory_bytes: int, cpu_seconds: int) -> None:
-    """Limit this (worker) process before it reads a program. Irreversible.
+    """:func:`limit` then :func:`seal`: everything at once. Irreversible."""
+    limit(memory_bytes, cpu_seconds)
+    seal(name)
+
+
+def limit(memory_bytes: int, cpu_seconds: int) -> None:
+    """Resource limits on this (worker) process, set before it reads anything. Irreversible.
 
     memory_bytes: address-space limit. cpu_seconds: CPU-time limit (SIGXCPU, then kill).
     """
     # Writes past the size limit fail with EFBIG instead of killing with SIGXFSZ.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    for limit, value in (
+    for which, value in (
         (resource.RLIMIT_AS, memory_bytes),
         (resource.RLIMIT_CPU, cpu_seconds),
         (resource.RLIMIT_FSIZE, 0),
         (resource.RLIMIT_CORE, 0),
     ):
-        resource.setrlimit(limit, (value, value))
+        resource.setrlimit(which, (value, value))
+
+
+def seal(name: str) -> None:
+    """The seccomp filter (mechanisms "bwrap" and "seccomp"), installed after the worker's
+    trusted set-up (imports of the task's modules may start helper processes, as
+    MuJoCo's GLFW probe does) and before any program code runs. Irreversible."""
     if name in ("bwrap", "seccomp"):
         seccomp.install()

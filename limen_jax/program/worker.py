@@ -20,23 +20,22 @@ from typing import Any
 
 
 def main(argv: list[str]) -> None:
-    from limen_jax.program.isolation import lockdown
+    from limen_jax.program import isolation
 
     name, memory_mb, cpu_seconds = argv[0], int(argv[1]), int(argv[2])
     # The reply goes to a private copy of stdout; fd 1 becomes stderr, so stray prints
     # (JAX warnings, or a program's) cannot corrupt the frame.
     reply_fd = os.dup(1)
     os.dup2(2, 1)
-    lockdown(name, memory_mb << 20, cpu_seconds)
-
-    import jax  # noqa: F401  (imported under the limits, before any program runs)
+    isolation.limit(memory_mb << 20, cpu_seconds)
 
     from limen_jax.program import wire
 
     header, buffers = wire.decode(sys.stdin.buffer.read())
     sys.path.extend(p for p in header["sys_path"] if p not in sys.path)
-    sample = _sample(header, buffers)
-    os.write(reply_fd, b"R")
+    sample = _sample(header, buffers)  # trusted: the task's own code
+    isolation.seal(name)
+    os.write(reply_fd, b"R")  # from here on, program code runs
     reply, blobs = check_request(header, sample)
     data = wire.encode(reply, blobs)
     view = memoryview(data)

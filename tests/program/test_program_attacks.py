@@ -124,7 +124,8 @@ def _assert_harmless(iface: Interface, sample: Transition) -> None:
 
 def test_state_kept_between_traces_cannot_change_what_trains(attacked: dict[str, Any]) -> None:
     """The program is traced once: the width the checker saw is the width that trains."""
-    iface = attacked["results"]["check_vs_train.iterator_changes_width"]
+    # Its width is 1 + the number of traces so far, counted in a closure cell.
+    iface = attacked["results"]["check_vs_train.closure_cell_counter"]
     assert isinstance(iface, Interface) and iface.obs_dim == 2
 
 
