@@ -122,11 +122,28 @@ def _assert_harmless(iface: Interface, sample: Transition) -> None:
             assert np.abs(obs).max() <= 1e6 and np.abs(rew).max() <= 1e6
 
 
-def test_state_kept_between_traces_cannot_change_what_trains(attacked: dict[str, Any]) -> None:
-    """The program is traced once: the width the checker saw is the width that trains."""
-    # Its width is 1 + the number of traces so far, counted in a closure cell.
-    iface = attacked["results"]["check_vs_train.closure_cell_counter"]
-    assert isinstance(iface, Interface) and iface.obs_dim == 2
+def test_a_program_is_traced_exactly_once(easy_sample: Transition) -> None:
+    """State kept between traces has nothing to act on: the checked trace is what trains.
+
+    (The policy already refuses the corpus's stateful programs; this drives the worker's
+    trace-export-load path directly with a function whose width grows on every call.)
+    """
+    from limen_jax.program import artifact
+    from limen_jax.program.checks import trace_functions
+
+    calls: list[int] = []
+
+    def observe(state: Any) -> jax.Array:
+        calls.append(1)
+        return jnp.zeros(len(calls) + 1, jnp.float32) + state.agent.position[0]
+
+    traced = trace_functions("", easy_sample, Limits(), observe=observe)
+    specs = artifact.leaf_specs(easy_sample.sim)
+    blob = artifact.export_jaxpr(traced.observe, specs, artifact.observation_post(2), ["cpu"])
+    fn = artifact.unbatched(artifact.batched_call(artifact.load(blob, specs, (2,))))
+    out = jax.jit(jax.vmap(fn))(easy_sample.sim)
+    assert traced.obs_dim == 2 and out.shape == (len(easy_sample.action), 2) and len(calls) == 1
+    np.testing.assert_array_equal(np.asarray(out[:, 0]), np.asarray(easy_sample.sim.agent.position[:, 0], np.float32))
 
 
 def test_rewards_outside_the_sample_are_bounded(attacked: dict[str, Any], easy_sample: Transition) -> None:
