@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -109,16 +110,47 @@ def run_worker(header: dict[str, Any], buffers: list[bytes], limits: Limits) -> 
     except OSError as exc:
         shutil.rmtree(scratch, ignore_errors=True)
         raise SandboxError(f"could not start a checker worker ({name}): {exc}") from exc
-    timed_out = False
     try:
-        out, err = proc.communicate(wire.encode(header, buffers), timeout=limits.worker_seconds)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill(proc)
-        out, err = proc.communicate()
+        out, err, timed_out = _exchange(proc, wire.encode(header, buffers), limits.worker_seconds)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return _verdict(out, err, proc.returncode, timed_out, limits, name)
+
+
+def _exchange(proc: subprocess.Popen[bytes], request: bytes, seconds: float) -> tuple[bytes, bytes, bool]:
+    """Send ``request``; read the answer (at most MAX_REPLY_BYTES + 1: a worker that sends
+    more is killed) and the tail of stderr; kill the worker at ``seconds``."""
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
+    got: dict[str, bytes] = {"out": b"", "err": b""}
+
+    def send() -> None:
+        with contextlib.suppress(OSError):  # the worker may die before reading it all
+            stdin.write(request)
+            stdin.close()
+
+    def read_out() -> None:
+        got["out"] = stdout.read(1 + MAX_REPLY_BYTES + 1)  # b"R" + the frame, or too much
+        if len(got["out"]) > 1 + MAX_REPLY_BYTES:
+            _kill(proc)
+
+    def read_err() -> None:
+        while chunk := os.read(stderr.fileno(), 1 << 16):  # drained, so the worker never blocks on it
+            got["err"] = (got["err"] + chunk)[-_STDERR_TAIL:]
+
+    threads = [threading.Thread(target=t, daemon=True) for t in (send, read_out, read_err)]
+    for t in threads:
+        t.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill(proc)
+        proc.wait()
+    for t in threads:
+        t.join(timeout=10)
+    return got["out"], got["err"], timed_out
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -140,6 +172,8 @@ def _verdict(out: bytes, err: bytes, code: int, timed_out: bool, limits: Limits,
         )
     if not body:
         raise ProgramError("exec", _crash_message(code))
+    if len(body) > MAX_REPLY_BYTES:
+        raise ProgramError("exec", "the checker's worker answered with too much data for this program.")
     try:
         reply, blobs = wire.decode(body, MAX_REPLY_BYTES)
     except wire.WireError:

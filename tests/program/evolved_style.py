@@ -57,7 +57,7 @@ def compute_reward(state, action, next_state):
     return jnp.sum(jnp.array(terms, dtype=jnp.float32))
 '''
 
-CHAIN_STYLE = '''import jax
+CHAIN_STYLE = """import jax
 import jax.numpy as jnp
 
 TARGETS = [(3, 1), (7, 2), (5, 5)]
@@ -79,6 +79,6 @@ def compute_reward(state, action, next_state):
     bonus = sum(jnp.where(g, 1.0, 0.0) for g in got)
     step = jnp.abs(next_state.agent.position - state.agent.position).sum().astype(jnp.float32)
     return (bonus + 0.05 * step - 0.01).astype(jnp.float32)
-'''
+"""
 
 PROGRAMS = {"pickup_style": PICKUP_STYLE, "chain_style": CHAIN_STYLE}

@@ -147,6 +147,18 @@ def test_a_garbage_answer_is_refused(monkeypatch: pytest.MonkeyPatch, easy_task:
     assert report.error is not None and "malformed" in report.error.message
 
 
+def test_a_flood_of_output_is_cut_off(
+    monkeypatch: pytest.MonkeyPatch, easy_task: Task, easy_sample: Transition
+) -> None:
+    _fake_worker(
+        monkeypatch,
+        "import sys\nsys.stdout.buffer.write(b'R')\nwhile True:\n    sys.stdout.buffer.write(bytes(1 << 20))",
+    )
+    report = check_source(GOOD, easy_task, sample=easy_sample)
+    assert report.error is not None and "too much data" in report.error.message
+    assert report.seconds < 60
+
+
 def test_forged_artifacts_are_refused(
     monkeypatch: pytest.MonkeyPatch, easy_task: Task, easy_sample: Transition
 ) -> None:
