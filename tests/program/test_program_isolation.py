@@ -226,3 +226,18 @@ def test_requests_carry_data_only(easy_task: Task, easy_sample: Transition) -> N
     json.dumps(header)  # plain JSON
     assert header["task"]["factory"].endswith(":" + type(easy_task).__qualname__)
     assert len(buffers) == len(header["sample"]) and all(isinstance(b, bytes) for b in buffers)
+
+
+def test_host_callbacks_cannot_be_exported() -> None:
+    """Even a jaxpr that reached a callback past the policy cannot become an artifact."""
+    import jax.numpy as jnp
+
+    from limen_jax.program import artifact
+
+    def f(x: jax.Array) -> jax.Array:
+        return jax.pure_callback(lambda v: v, jax.ShapeDtypeStruct(x.shape, x.dtype), x, vmap_method="sequential")
+
+    closed = jax.make_jaxpr(f)(jnp.zeros(3, jnp.float32))
+    specs = [{"shape": [3], "dtype": "float32", "key_impl": None}]
+    with pytest.raises(Exception, match="host_callbacks"):
+        artifact.export_jaxpr(closed, specs, artifact.observation_post(3), ["cpu"])
