@@ -45,8 +45,8 @@ class Interface:
     reward_ast_size: int = 0
     source: str = ""
     name: str = "interface"
-    obs_artifact: bytes = b""
-    reward_artifact: bytes = b""
+    obs_artifact: bytes = dataclasses.field(default=b"", repr=False)
+    reward_artifact: bytes = dataclasses.field(default=b"", repr=False)
 
     @property
     def descriptors(self) -> tuple[int, int]:
