@@ -91,7 +91,8 @@ def check_request(header: dict[str, Any], sample: Any) -> tuple[dict[str, Any], 
             "simplify the program. (This is a limen_jax bug: please report it.)",
         )
         reply, blobs = {"ok": False, "error": bug.to_dict(), "bug": True}, []
-    reply["reward_ast_size"] = reply.get("reward_ast_size", _reward_size_or_none(header["source"], header["mode"]))
+    if "reward_ast_size" not in reply:
+        reply["reward_ast_size"] = _reward_size_or_none(header["source"], header["mode"])
     reply["seconds"] = time.perf_counter() - start
     return reply, blobs
 
