@@ -1,8 +1,11 @@
 """Check an interface program: ``python -m limen_jax.check --task xland_easy my_interface.py``.
 
 Prints the verdict, the descriptors (observation dimension, reward AST size) and, when
-the program is rejected, the stage, the message and the program's trace.
-Exit status: 0 trainable, 1 rejected, 2 usage error (unknown task, unreadable file).
+the program is rejected, the stage, the message and the program's trace. The program
+runs only in a sandboxed worker process; ``python -m limen_jax.check --sandbox-info``
+says which mechanism protects this machine (docs/security.md).
+Exit status: 0 trainable, 1 rejected, 2 usage error (unknown task, unreadable file),
+3 the sandbox itself failed.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ if TYPE_CHECKING:
 
 # Heavy imports (jax, the task suite) wait until the arguments are known to be valid.
 
-EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_SANDBOX = 0, 1, 2, 3
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -26,8 +29,13 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m limen_jax.check",
         description="Check whether an interface program (get_observation / compute_reward) can be trained.",
     )
-    parser.add_argument("program", help="a .py file, or a text file holding an LLM reply with a ```python block")
-    parser.add_argument("--task", required=True, help="registered task name (e.g. xland_easy) or package.module:Class")
+    parser.add_argument(
+        "program", nargs="?", help="a .py file, or a text file holding an LLM reply with a ```python block"
+    )
+    parser.add_argument("--task", help="registered task name (e.g. xland_easy) or package.module:Class")
+    parser.add_argument(
+        "--sandbox-info", action="store_true", help="print the isolation mechanism that protects this machine and exit"
+    )
     parser.add_argument("--mode", choices=("full", "obs_only", "reward_only"), default="full")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     return parser
@@ -40,6 +48,21 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse exits 2 on bad usage, 0 on --help
         return int(exit_.code or 0)
+    if args.sandbox_info:
+        from limen_jax.program.isolation import describe
+
+        info = describe()
+        if args.json:
+            print(json.dumps(info))
+        else:
+            print(f"mechanism: {info['mechanism']}")
+            print("protects with: " + "; ".join(info["protections"]))
+            if info["missing"]:
+                print("missing: " + "; ".join(info["missing"]))
+        return EXIT_OK
+    if args.program is None or args.task is None:
+        print("error: a program file and --task are required (or --sandbox-info)", file=sys.stderr)
+        return EXIT_USAGE
     path = pathlib.Path(args.program)
     try:
         source = path.read_text(encoding="utf-8")
@@ -55,9 +78,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: unknown task {args.task!r} ({exc}); known: {', '.join(registered_tasks())}", file=sys.stderr)
         return EXIT_USAGE
 
-    from limen_jax.program import check_source
+    from limen_jax.program import SandboxError, check_source
 
-    report = check_source(source, task, args.mode, name=path.stem)
+    try:
+        report = check_source(source, task, args.mode, name=path.stem)
+    except SandboxError as exc:
+        print(f"error: the sandbox failed (not the program's fault): {exc}", file=sys.stderr)
+        return EXIT_SANDBOX
     if args.json:
         print(json.dumps({"task": args.task, "program": str(path), "mode": args.mode, **report.to_dict()}))
     else:

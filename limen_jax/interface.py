@@ -33,6 +33,10 @@ class Interface:
     reward_ast_size: AST node count of ``compute_reward`` (0 for the task default).
     source: the program text ("" for task defaults).
     name: a short label for logs.
+    obs_artifact / reward_artifact: the serialised ``jax.export`` StableHLO that
+        ``observe`` / ``reward`` call, for interfaces checked from untrusted source
+        (b"" otherwise); what a run directory stores and a cluster worker receives
+        (:func:`limen_jax.program.interface_from_artifacts` rebuilds the Interface).
     """
 
     observe: ObserveFn
@@ -41,6 +45,8 @@ class Interface:
     reward_ast_size: int = 0
     source: str = ""
     name: str = "interface"
+    obs_artifact: bytes = dataclasses.field(default=b"", repr=False)
+    reward_artifact: bytes = dataclasses.field(default=b"", repr=False)
 
     @property
     def descriptors(self) -> tuple[int, int]:
@@ -79,7 +85,7 @@ def mix(task: Task, candidate: Interface, mode: str) -> Interface:
     if mode == "sparse":
         return base
     if mode == "obs_only":
-        return dataclasses.replace(candidate, reward=base.reward, reward_ast_size=0)
+        return dataclasses.replace(candidate, reward=base.reward, reward_ast_size=0, reward_artifact=b"")
     if mode == "reward_only":
-        return dataclasses.replace(candidate, observe=base.observe, obs_dim=base.obs_dim)
+        return dataclasses.replace(candidate, observe=base.observe, obs_dim=base.obs_dim, obs_artifact=b"")
     raise ValueError(f"unknown mode {mode!r}; expected full, obs_only, reward_only or sparse")

@@ -2,9 +2,12 @@
 
 A program defines ``get_observation(state) -> float32[D]`` (1 <= D <= 512) and
 ``compute_reward(state, action, next_state) -> float32[]`` over the task's simulator
-state. :func:`compile_interface` extracts the code, vets it (AST policy), runs it in a
-restricted namespace, and checks both functions under ``jit`` and ``vmap`` on real
-transitions, with time and size limits; any failure is a :class:`ProgramError` whose
+state. :func:`compile_interface` hands the text to a sandboxed worker process (pool.py,
+isolation.py), which extracts the code, vets it (AST policy), runs it in a restricted
+namespace, traces each function once, exports it with ``jax.export`` and checks the
+exported artifact on real transitions, with time and size limits. Only data comes back:
+a JSON verdict and serialised StableHLO, which the engine wraps as an Interface; no line
+of the program's Python runs in the engine. Any failure is a :class:`ProgramError` whose
 ``stage`` says where and whose ``message`` says what to change::
 
     from limen_jax.program import compile_interface, check_source, ProgramError
@@ -13,29 +16,28 @@ transitions, with time and size limits; any failure is a :class:`ProgramError` w
     report = check_source(llm_reply, task)              # never raises for bad programs
     if not report.ok:
         prompt += report.error.feedback()
+    results = compile_many(replies, task)               # K workers in parallel
 
 Modes: "full" needs both functions; "obs_only" needs ``get_observation`` (the reward is
 the task's sparse reward; a ``compute_reward`` in the program is ignored);
 "reward_only" needs ``compute_reward`` (the observation is the task default).
+A worker that cannot start raises :class:`SandboxError` (an engine fault, not the program's).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
-import jax
-import jax.numpy as jnp
-
 from limen_jax.interface import Interface, default_interface, mix
-from limen_jax.program.checks import Limits, check_functions, sample_for
-from limen_jax.program.descriptors import reward_ast_size
-from limen_jax.program.errors import STAGES, ProgramError, exception_summary
+from limen_jax.program import artifact
+from limen_jax.program.checks import Limits, check_sample, sample_for
+from limen_jax.program.errors import STAGES, ProgramError
 from limen_jax.program.extract import extract_code
-from limen_jax.program.policy import check_policy
-from limen_jax.program.sandbox import exec_program, program_function
+from limen_jax.program.pool import SandboxError, Verdict, check_many
 from limen_jax.task import Task, Transition
 
 __all__ = [
@@ -44,18 +46,76 @@ __all__ = [
     "CheckReport",
     "Limits",
     "ProgramError",
+    "SandboxError",
+    "check_sample",
     "check_source",
     "compile_interface",
+    "compile_many",
     "extract_code",
+    "interface_from_artifacts",
     "sample_for",
 ]
 
 MODES = ("full", "obs_only", "reward_only")
-OBSERVATION = ("get_observation", 1, "state")
-REWARD = ("compute_reward", 3, "state, action, next_state")
-# Values a trained policy never sees: non-finite outputs on states outside the checked
-# sample are replaced so that one bad state cannot turn a whole training run into NaN.
-_POSINF = 1e6
+
+
+def default_workers() -> int:
+    """Workers checking side by side: one per CPU core, at most 8."""
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+def compile_many(
+    sources: Sequence[str],
+    task: Task,
+    mode: str = "full",
+    names: Sequence[str] | None = None,
+    *,
+    sample: Transition | None = None,
+    limits: Limits | None = None,
+    workers: int | None = None,
+) -> list[Interface | ProgramError]:
+    """Check ``sources`` in parallel sandboxed workers; an Interface or a ProgramError each.
+
+    names: labels for the interfaces (default "candidate-i"). workers: processes side by
+    side (default :func:`default_workers`). Raises SandboxError when the sandbox fails.
+    """
+    return [result for result, _ in _compile(sources, task, mode, names, sample, limits, workers)]
+
+
+def _compile(
+    sources: Sequence[str],
+    task: Task,
+    mode: str,
+    names: Sequence[str] | None,
+    sample: Transition | None,
+    limits: Limits | None,
+    workers: int | None,
+) -> list[tuple[Interface | ProgramError, int | None]]:
+    """Each program's result and its reward AST size as the worker measured it (None if unparsable)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
+    limits = limits or Limits()
+    names = list(names) if names is not None else [f"candidate-{i}" for i in range(len(sources))]
+    if len(names) != len(sources):
+        raise ValueError("one name per source")
+    if sample is None:
+        sample = check_sample(task, limits)
+    verdicts = check_many([(s, mode) for s in sources], task, sample, limits, workers or default_workers())
+    out: list[tuple[Interface | ProgramError, int | None]] = []
+    for verdict, name in zip(verdicts, names):
+        if isinstance(verdict, ProgramError):
+            out.append((verdict, None))
+            continue
+        size = verdict.reply.get("reward_ast_size")
+        size = size if isinstance(size, int) else None
+        if not verdict.reply.get("ok"):
+            out.append((_error(verdict.reply), size))
+            continue
+        try:
+            out.append((_interface(verdict, task, mode, name, sample), size))
+        except ProgramError as err:
+            out.append((err, size))
+    return out
 
 
 def compile_interface(
@@ -67,48 +127,96 @@ def compile_interface(
     sample: Transition | None = None,
     limits: Limits | None = None,
 ) -> Interface:
-    """Extract, vet, run and check the program in ``source``; return its Interface.
+    """Check the program in ``source`` in a sandboxed worker; return its Interface.
 
     source: an LLM reply (fenced or bare code) or the text of a .py file.
     task: the task whose simulator state the program reads.
     mode: "full", "obs_only" or "reward_only" (see the module docstring).
-    sample: transitions to check on (default: ``limits.sample_size`` random-rollout
-        transitions of ``task``, cached per task class and parameters).
+    sample: transitions to check on (default :func:`check_sample`: random rollouts,
+        short and full-length, cached per task class and parameters).
 
     The returned ``observe(sim) -> float32[obs_dim]`` and ``reward(sim, action, next_sim)
-    -> float32[]`` are pure, jit- and vmap-able, and do not raise for states of the task;
-    NaN becomes 0 and +-inf becomes +-1e6 on states outside the sample.
-    Raises ProgramError (stage in :data:`STAGES`) when the program is rejected.
+    -> float32[]`` call the exported artifact: pure, jit- and vmap-able, and they do not
+    raise for states of the task; NaN becomes 0 and +-inf becomes +-1e6 on states
+    outside the sample. Raises ProgramError (stage in :data:`STAGES`) when the program is
+    rejected, SandboxError when the sandbox itself fails.
     """
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
-    limits = limits or Limits()
-    wants_obs, wants_reward = mode in ("full", "obs_only"), mode in ("full", "reward_only")
-    required = [spec[0] for spec, wanted in ((OBSERVATION, wants_obs), (REWARD, wants_reward)) if wanted]
-    code = extract_code(source, required)
-    namespace = exec_program(code, limits.exec_seconds, limits.max_memory_bytes)
-    user_obs = program_function(namespace, *OBSERVATION) if wants_obs else None
-    user_reward = program_function(namespace, *REWARD) if wants_reward else None
-    if sample is None:
-        sample = sample_for(task, limits.sample_size, limits.sample_seed)
-    checked = check_functions(code, sample, limits, observe=user_obs, reward=user_reward)
+    (result,) = compile_many([source], task, mode, [name], sample=sample, limits=limits, workers=1)
+    if isinstance(result, ProgramError):
+        raise result
+    return result
 
-    size = reward_ast_size(check_policy(code)) if wants_reward else 0
-    if mode == "full":
-        assert user_obs is not None and user_reward is not None and checked.obs_dim is not None
-        observe, reward = _safe_observe(user_obs, checked.obs_dim), _safe_reward(user_reward)
-        return Interface(observe, reward, checked.obs_dim, size, code, name)
-    # obs_only / reward_only: mix() takes the other half from the task default.
-    base = default_interface(task)
+
+def interface_from_artifacts(
+    task: Task,
+    sample: Transition,
+    *,
+    obs: bytes | None,
+    reward: bytes | None,
+    obs_dim: int | None,
+    reward_ast_size: int,
+    source: str,
+    name: str,
+    mode: str = "full",
+) -> Interface:
+    """An Interface from stored artifacts (e.g. a run directory or a cluster worker).
+
+    sample: any batch of the task's transitions (only its structure is used).
+    Raises ProgramError("compile") when an artifact is malformed or does not fit the task.
+    """
+    sim_specs = artifact.leaf_specs(sample.sim)
+    reward_specs = artifact.leaf_specs((sample.sim, sample.action, sample.next_sim))
+    base = default_interface(task) if mode != "full" else None
+    if obs is not None and obs_dim is not None:
+        observe = artifact.unbatched(artifact.batched_call(artifact.load(obs, sim_specs, (obs_dim,))))
+    elif base is not None:
+        observe, obs_dim = base.observe, base.obs_dim
+    else:
+        raise ProgramError("compile", "the observation artifact is missing.")
+    if reward is not None:
+        reward_fn = artifact.unbatched(artifact.batched_call(artifact.load(reward, reward_specs, ())))
+    elif base is not None:
+        reward_fn = base.reward
+    else:
+        raise ProgramError("compile", "the reward artifact is missing.")
     candidate = Interface(
-        observe=_safe_observe(user_obs, checked.obs_dim) if user_obs and checked.obs_dim else base.observe,
-        reward=_safe_reward(user_reward) if user_reward else base.reward,
-        obs_dim=checked.obs_dim or base.obs_dim,
+        observe=observe,
+        reward=reward_fn,
+        obs_dim=int(obs_dim),
+        reward_ast_size=reward_ast_size,
+        source=source,
+        name=name,
+        obs_artifact=obs or b"",
+        reward_artifact=reward or b"",
+    )
+    return mix(task, candidate, mode)
+
+
+def _interface(verdict: Verdict, task: Task, mode: str, name: str, sample: Transition) -> Interface:
+    reply = verdict.reply
+    obs_dim = reply.get("obs_dim")
+    code = reply.get("code")
+    size = reply.get("reward_ast_size")
+    if not isinstance(code, str) or not isinstance(size, int) or not (obs_dim is None or isinstance(obs_dim, int)):
+        raise ProgramError("exec", "the checker's worker returned a malformed answer for this program.")
+    return interface_from_artifacts(
+        task,
+        sample,
+        obs=verdict.artifacts.get("obs"),
+        reward=verdict.artifacts.get("reward"),
+        obs_dim=obs_dim,
         reward_ast_size=size,
         source=code,
         name=name,
+        mode=mode,
     )
-    return mix(task, candidate, mode)
+
+
+def _error(reply: dict[str, Any]) -> ProgramError:
+    error = reply.get("error")
+    if not isinstance(error, dict) or error.get("stage") not in STAGES:
+        return ProgramError("exec", "the checker's worker returned a malformed answer for this program.")
+    return ProgramError(error["stage"], str(error.get("message", "")), str(error.get("trace", "")))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,48 +252,17 @@ def check_source(source: str, task: Task, mode: str = "full", **kwargs: Any) -> 
     """:func:`compile_interface` that reports instead of raising for rejected programs.
 
     kwargs: ``name``, ``sample``, ``limits`` as for :func:`compile_interface`.
+    SandboxError (an engine fault) still propagates.
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
     start = time.perf_counter()
-    try:
-        iface = compile_interface(source, task, mode, **kwargs)
-    except ProgramError as err:
-        return CheckReport(False, None, err, None, _reward_size_or_none(source, mode), time.perf_counter() - start)
-    except Exception as exc:  # a checker bug must not take the search down with it
-        bug = ProgramError(
-            "compile",
-            f"the checker failed unexpectedly on this program ({exception_summary(exc)}); "
-            "simplify the program. (This is a limen_jax bug: please report it.)",
-        )
-        return CheckReport(False, None, bug, None, None, time.perf_counter() - start)
-    return CheckReport(True, iface, None, iface.obs_dim, iface.reward_ast_size, time.perf_counter() - start)
-
-
-def _reward_size_or_none(source: str, mode: str) -> int | None:
-    if mode == "obs_only":
-        return None
-    try:
-        return reward_ast_size(check_policy(extract_code(source, ["compute_reward"])))
-    except ProgramError:
-        return None
-
-
-def _safe_observe(fn: Callable[[Any], Any], obs_dim: int) -> Callable[[Any], jax.Array]:
-    """The program's observation, as float32[obs_dim] with non-finite values replaced."""
-
-    def observe(sim: Any) -> jax.Array:
-        out = jnp.asarray(fn(sim), jnp.float32).reshape(obs_dim)
-        return jnp.nan_to_num(out, nan=0.0, posinf=_POSINF, neginf=-_POSINF)
-
-    return observe
-
-
-def _safe_reward(fn: Callable[[Any, Any, Any], Any]) -> Callable[[Any, jax.Array, Any], jax.Array]:
-    """The program's reward, as float32[] with non-finite values replaced."""
-
-    def reward(sim: Any, action: jax.Array, next_sim: Any) -> jax.Array:
-        out = jnp.asarray(fn(sim, action, next_sim), jnp.float32).reshape(())
-        return jnp.nan_to_num(out, nan=0.0, posinf=_POSINF, neginf=-_POSINF)
-
-    return reward
+    name = kwargs.pop("name", "candidate")
+    ((result, size),) = _compile(
+        [source], task, mode, [name], kwargs.pop("sample", None), kwargs.pop("limits", None), 1
+    )
+    if kwargs:
+        raise TypeError(f"unexpected arguments {sorted(kwargs)}")
+    if isinstance(result, ProgramError):
+        return CheckReport(False, None, result, None, size, time.perf_counter() - start)
+    return CheckReport(True, result, None, result.obs_dim, result.reward_ast_size, time.perf_counter() - start)

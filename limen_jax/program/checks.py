@@ -10,9 +10,13 @@ next_state)``), in order, each failure a :class:`ProgramError`:
    operations per state, no ``while`` loops ("allocation", "policy");
 3. output shape and dtype: observation float32[D], 1 <= D <= ``max_obs_dim``; reward
    float32[] ("shape", "dtype");
-4. ``jit(vmap(.))`` over the sample: lowered under the trace deadline, compiled and run
-   in worker threads with their own time limits ("compile", "timeout");
+4. the traced jaxprs are exported with ``jax.export`` (artifact.py); the serialised
+   artifact, not the Python, is deserialised, compiled and run over the sample in
+   threads with their own time limits ("compile", "timeout"), and its XLA cost
+   analysis is held to a budget per transition ("allocation");
 5. values: finite ("nonfinite"); the reward not constant over the sample ("constant").
+
+All of this runs inside a sandboxed worker process (worker.py), never in the engine.
 """
 
 from __future__ import annotations
@@ -50,6 +54,13 @@ class Limits:
         function is traced (Python-level memory bombs; checked every 0.1 s, Linux).
     sample_size: transitions (s, a, s') sampled from random rollouts to check on.
     sample_seed: seed of that sample (fixed, so checks are reproducible).
+    long_sample_size: extra transitions from full-length episodes (late states of long
+        random rollouts), 0 for none.
+    max_flops_per_transition: XLA's cost analysis of the compiled artifact (obs and
+        reward together), per transition.
+    worker_memory_mb: address-space limit of the sandboxed worker (JAX included).
+    startup_seconds: allowance for starting a worker (imports, the task's structure),
+        added to the other limits to give its wall-clock deadline.
     """
 
     max_obs_dim: int = 512
@@ -62,10 +73,21 @@ class Limits:
     max_memory_mb: int = 2048
     sample_size: int = 64
     sample_seed: int = 0
+    long_sample_size: int = 32
+    max_flops_per_transition: float = 2e8
+    worker_memory_mb: int = 8192
+    startup_seconds: float = 60.0
 
     @property
     def max_memory_bytes(self) -> int:
         return self.max_memory_mb << 20
+
+    @property
+    def worker_seconds(self) -> float:
+        """Wall-clock deadline of one worker: every stage's limit plus start-up."""
+        return (
+            self.startup_seconds + self.exec_seconds + 3 * self.trace_seconds + self.compile_seconds + self.run_seconds
+        )
 
 
 # Sampling compiles the task's rollout (tens of seconds on a CPU), so samples are kept per
@@ -74,56 +96,80 @@ _SAMPLES: dict[tuple[Any, ...], Transition] = {}
 _SAMPLES_LOCK = threading.Lock()
 
 
-def sample_for(task: Task, size: int = 64, seed: int = 0) -> Transition:
-    """``size`` real transitions of ``task`` (random-action rollouts), cached."""
-    key = (type(task), tuple(sorted(task.params.items())), size, seed)
+def sample_for(task: Task, size: int = 64, seed: int = 0, horizon: int | None = None) -> Transition:
+    """``size`` real transitions of ``task`` (random-action rollouts of ``horizon`` steps), cached."""
+    key = (type(task), tuple(sorted(task.params.items())), size, seed, horizon)
     with _SAMPLES_LOCK:
         if key not in _SAMPLES:
             enable_compilation_cache()  # an MJX task's sampler compiles for a minute on a CPU
-            sample = jax.jit(task.sample_transitions, static_argnums=1)(jax.random.key(seed), size)
+            sample = jax.jit(task.sample_transitions, static_argnums=(1, 2))(jax.random.key(seed), size, horizon)
             _SAMPLES[key] = jax.block_until_ready(sample)
         return _SAMPLES[key]
 
 
-@dataclasses.dataclass(frozen=True)
-class Checked:
-    """What the checks learned: obs_dim (None when only the reward was checked)."""
+# Late states: long random rollouts reach states (far positions, high step counts, piled
+# up objects) that the first 64 steps do not.
+_LONG_HORIZON_CAP = 512
 
+
+def check_sample(task: Task, limits: Limits) -> Transition:
+    """The transitions programs are checked on: ``limits.sample_size`` from rollouts of up
+    to 64 steps, plus ``limits.long_sample_size`` from full-length episodes (capped at
+    512 steps) when the episode is longer than 64 steps."""
+    base = sample_for(task, limits.sample_size, limits.sample_seed)
+    horizon = min(task.episode_length, _LONG_HORIZON_CAP)
+    if limits.long_sample_size <= 0 or horizon <= 64:
+        return base
+    late = sample_for(task, limits.long_sample_size, limits.sample_seed + 1, horizon)
+    return jax.tree.map(lambda a, b: jnp.concatenate([a, b]), base, late)
+
+
+@dataclasses.dataclass(frozen=True)
+class Traced:
+    """The program's functions, each traced exactly once on one transition.
+
+    observe / reward: closed jaxprs over the flattened arguments (``(sim,)`` and
+    ``(sim, action, next_sim)``), None when not part of the mode. obs_dim: the
+    observation length (None when only the reward was traced). Everything after this
+    point (export, checks, training) works from these jaxprs: the program's Python never
+    runs again, so what is checked is what trains.
+    """
+
+    observe: Any
+    reward: Any
     obs_dim: int | None
 
 
-def check_functions(
+def trace_functions(
     source: str,
     sample: Transition,
     limits: Limits,
     observe: Callable[[Any], Any] | None = None,
     reward: Callable[[Any, Any, Any], Any] | None = None,
-) -> Checked:
-    """Run checks 1-5 on whichever of ``observe`` / ``reward`` is given; raise ProgramError."""
+) -> Traced:
+    """Checks 1-3 on whichever of ``observe`` / ``reward`` is given; raise ProgramError."""
     one = jax.tree.map(lambda x: x[0], sample)
-    obs_dim = None
+    obs_jaxpr = reward_jaxpr = obs_dim = None
     if observe is not None:
-        out = _trace_checked(source, "get_observation", observe, (one.sim,), limits)
+        obs_jaxpr, out = _trace_checked(source, "get_observation", observe, (one.sim,), limits)
         obs_dim = _check_observation_aval(out, limits)
     if reward is not None:
-        out = _trace_checked(source, "compute_reward", reward, (one.sim, one.action, one.next_sim), limits)
+        reward_jaxpr, out = _trace_checked(
+            source, "compute_reward", reward, (one.sim, one.action, one.next_sim), limits
+        )
         _check_reward_aval(out)
+    return Traced(obs_jaxpr, reward_jaxpr, obs_dim)
 
-    def batched(tr: Transition) -> dict[str, jax.Array]:
-        outs = {}
-        if observe is not None:
-            outs["obs"] = jax.vmap(observe)(tr.sim)
-        if reward is not None:
-            outs["reward"] = jax.vmap(reward)(tr.sim, tr.action, tr.next_sim)
-        return outs
 
-    values = _compile_and_run(source, batched, sample, limits)
+def check_values(values: dict[str, np.ndarray]) -> None:
+    """Check 5 on the artifact's outputs over the sample ("obs" [N, D], "reward" [N])."""
     if "obs" in values:
         _check_finite(values["obs"], "get_observation", "sampled states")
+        _check_range(values["obs"], "get_observation")
     if "reward" in values:
         _check_finite(values["reward"], "compute_reward", "sampled transitions")
+        _check_range(values["reward"], "compute_reward")
         _check_not_constant(values["reward"])
-    return Checked(obs_dim=obs_dim)
 
 
 # --- 1. tracing -----------------------------------------------------------------------
@@ -131,8 +177,8 @@ def check_functions(
 
 def _trace_checked(
     source: str, name: str, fn: Callable[..., Any], args: tuple[Any, ...], limits: Limits
-) -> jax.ShapeDtypeStruct:
-    """Trace ``fn(*args)`` to a jaxpr within the deadline; check its cost; return its output aval."""
+) -> tuple[Any, jax.ShapeDtypeStruct]:
+    """Trace ``fn(*args)`` to a jaxpr within the deadline; check its cost; return it and its output aval."""
     try:
         with deadline(limits.trace_seconds, limits.max_memory_bytes):
             closed, out = jax.make_jaxpr(fn, return_shape=True)(*args)
@@ -143,7 +189,7 @@ def _trace_checked(
         kind = "None (missing `return`?)" if out is None else f"a {type(out).__name__}"
         fix = "jnp.concatenate([...])" if name == "get_observation" else "a single jnp scalar"
         raise ProgramError("shape", f"`{name}` must return one jnp array, but returned {kind}; combine with {fix}.")
-    return out
+    return closed, out
 
 
 _CONTROL_FLOW_HINT = (
@@ -240,22 +286,6 @@ def _check_reward_aval(out: jax.ShapeDtypeStruct) -> None:
 # --- 4. compile and run ---------------------------------------------------------------
 
 
-def _compile_and_run(
-    source: str, batched: Callable[[Transition], dict[str, jax.Array]], sample: Transition, limits: Limits
-) -> dict[str, np.ndarray]:
-    try:
-        with deadline(limits.trace_seconds, limits.max_memory_bytes):
-            lowered = jax.jit(batched).lower(sample)
-    except BaseException as exc:  # mapped to a stage
-        err = trace_error(exc, source, "the program under jax.vmap", limits.trace_seconds)
-        raise err from None
-    compiled = run_with_timeout(lowered.compile, limits.compile_seconds, "compiling the program")
-    outs = run_with_timeout(
-        lambda: jax.device_get(compiled(sample)), limits.run_seconds, "running the compiled program"
-    )
-    return {k: np.asarray(v) for k, v in outs.items()}
-
-
 def run_with_timeout(fn: Callable[[], Any], seconds: float, what: str) -> Any:
     """``fn()`` in a daemon thread; ProgramError "timeout" if it is not done in ``seconds``.
 
@@ -301,6 +331,21 @@ def _check_finite(values: np.ndarray, name: str, what: str) -> None:
         f"`{name}` returned {kinds} on {int(rows.sum())} of {len(rows)} {what}{detail}: guard "
         "divisions (x / jnp.maximum(d, 1e-6)), logs and square roots of values that can be 0 "
         "or negative (e.g. distances to objects that are absent).",
+    )
+
+
+# Larger values are clipped in training (artifact.POSINF): a program must not rely on them.
+MAX_ABS_VALUE = 1e6
+
+
+def _check_range(values: np.ndarray, name: str) -> None:
+    biggest = float(np.abs(values).max()) if values.size else 0.0
+    if biggest <= MAX_ABS_VALUE:
+        return
+    raise ProgramError(
+        "nonfinite",
+        f"`{name}` returned values as large as {biggest:.3g} on sampled states; keep every value "
+        f"within +-{MAX_ABS_VALUE:g} (normalise features, scale rewards down).",
     )
 
 

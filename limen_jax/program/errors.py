@@ -36,8 +36,9 @@ STAGES = (
 MAX_TRACE_LINES = 15
 _MAX_MESSAGE_CHARS = 1200
 _MAX_EXC_CHARS = 500
-# A path to a Python file on the host ("/usr/lib/.../x.py", "C:\\...\\x.py").
-_HOST_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][\w.\-+@~]+)+\.py")
+# A path on the host: a Python file ("/usr/lib/.../x.py", "C:\\...\\x.py") or any absolute
+# path of two or more parts ("/work/venvs/x", "/root/.cache"); "a / b" and "1/2" are not paths.
+_HOST_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][\w.\-+@~]+)+\.py|(?<![\w.])(?:/[\w.\-+@~]+){2,}/?")
 
 
 class ProgramError(Exception):
@@ -73,7 +74,7 @@ class ProgramError(Exception):
 
 
 def scrub_paths(text: str) -> str:
-    """Replace host file paths with ``<jax>`` so no host layout leaks into prompts."""
+    """Replace host paths with ``<jax>`` so no host layout leaks into prompts."""
     return _HOST_PATH.sub("<jax>", text)
 
 

@@ -52,7 +52,7 @@ _JAX_ESCAPES = frozenset(
     {
         # submodules that do I/O, run host callbacks, or reach JAX's internals
         "debug", "experimental", "profiler", "config", "distributed", "monitoring",
-        "interpreters", "core", "lib", "extend", "export", "ffi", "dlpack", "stages",
+        "interpreters", "core", "lib", "export", "ffi", "dlpack", "stages",
         "api_util", "sharding", "ref", "version", "custom_batching", "compilation_cache",
         # callbacks and host transfers
         "pure_callback", "io_callback", "callback", "host_callback", "infeed", "outfeed",
@@ -75,6 +75,10 @@ _JAX_ESCAPES = frozenset(
         "aval", "batch_dim", "source_info",
     }
 )  # fmt: skip
+# JAX submodules whose names are also ordinary Python methods (`list.extend`): refused
+# only on a jax module (`jax.extend`, `from jax import extend`); the run-time module
+# proxies refuse them under any alias.
+JAX_ONLY_SUBMODULES = frozenset({"extend"})
 # Calls that can run for minutes or build gigabytes inside one C call, where no time or
 # memory limit can interrupt them.
 _UNBOUNDED_C_CALLS = frozenset(

@@ -25,7 +25,7 @@ import math
 from collections.abc import Iterator
 
 from limen_jax.program.errors import ProgramError
-from limen_jax.program.names import attribute_problem, module_problem, name_problem
+from limen_jax.program.names import JAX_ONLY_SUBMODULES, attribute_problem, module_problem, name_problem
 
 MAX_SOURCE_CHARS = 64_000
 MAX_VIOLATIONS_REPORTED = 5
@@ -177,6 +177,9 @@ def _node_problem(node: ast.AST) -> str | None:
     elif isinstance(node, ast.Attribute):
         if not isinstance(node.ctx, ast.Load):
             return f"assigning or deleting attributes ('.{node.attr} = ...') is not allowed; functions must be pure"
+        owner = _dotted(node.value)
+        if node.attr in JAX_ONLY_SUBMODULES and owner.split(".")[0] == "jax":
+            return module_problem(f"{owner}.{node.attr}")
         return attribute_problem(node.attr)
     elif isinstance(node, ast.arg | ast.keyword):
         return name_problem(node.arg) if node.arg is not None else None
@@ -219,6 +222,8 @@ def _import_from_problem(node: ast.ImportFrom) -> str | None:
         if alias.name == "*":
             return f"`from {module} import *` is not allowed; import the names you use"
         problem = attribute_problem(alias.name) or (alias.asname and name_problem(alias.asname))
+        if not problem and alias.name in JAX_ONLY_SUBMODULES:
+            problem = module_problem(f"{module}.{alias.name}")
         if problem:
             return problem
     return None

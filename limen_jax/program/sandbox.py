@@ -1,7 +1,9 @@
 """Restricted execution of a vetted program: builtins whitelist, module proxies, guards, deadlines.
 
-The AST policy (policy.py) has already refused forbidden names and attributes; this
-layer makes the same rules hold at run time whatever the policy missed:
+Runs only inside a sandboxed checker worker (worker.py, isolation.py), which is the real
+boundary; these in-process rules give the LLM clear messages and stop the common cases
+early. The AST policy (policy.py) has already refused forbidden names and attributes;
+this layer makes the same rules hold at run time whatever the policy missed:
 
 - ``__builtins__`` is a whitelist (no ``open``, ``__import__``, ``getattr``...), with
   ``print`` a no-op, ``range`` capped, and an import hook that hands out only

@@ -71,3 +71,15 @@ def test_module_entry_point(tmp_path: pathlib.Path) -> None:
         timeout=120,
     )
     assert run.returncode == 2 and "unknown task" in run.stderr
+
+
+def test_sandbox_info_reports_the_mechanism(capsys: pytest.CaptureFixture[str]) -> None:
+    from limen_jax.program.isolation import MECHANISMS, mechanism
+
+    assert main(["--sandbox-info"]) == 0
+    out = capsys.readouterr().out
+    assert f"mechanism: {mechanism()}" in out and "protects with:" in out
+    assert main(["--sandbox-info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["mechanism"] in MECHANISMS and info["protections"]
+    assert main([]) == 2  # neither a program nor --sandbox-info

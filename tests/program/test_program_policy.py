@@ -126,3 +126,12 @@ def test_program_error_format() -> None:
     assert len(STAGES) == 13
     with pytest.raises(ValueError):
         ProgramError("nonsense", "x")
+
+
+def test_list_extend_is_not_mistaken_for_jax_extend() -> None:
+    """`features.extend([...])` is ordinary Python (evolved interfaces use it); `jax.extend` is not allowed."""
+    check_policy("def f(state):\n    xs = []\n    xs.extend([1, 2])\n    return xs\n")
+    for source in ("import jax\nx = jax.extend\n", "from jax import extend\n", "import jax.extend\n"):
+        with pytest.raises(ProgramError) as info:
+            check_policy(source)
+        assert info.value.stage == "policy" and "jax.extend" in info.value.message

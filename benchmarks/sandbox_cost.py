@@ -1,0 +1,104 @@
+"""What the sandboxed checker costs: check time per program, K programs in parallel, and
+training speed with the exported artifact vs the program's Python closure.
+
+    python benchmarks/sandbox_cost.py                 # xland_easy, K=8, 50k training steps
+    python benchmarks/sandbox_cost.py --steps 20000 --k 8 --workers 8
+
+The closure side runs the bundled (trusted) reference interface's Python in this process,
+as the engine did before the sandbox; the exported side is what compile_interface returns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+from limen_envs import interfaces
+
+import limen_jax as lj
+import limen_jax.rl
+from limen_jax.interface import Interface
+from limen_jax.program import Limits, check_sample, compile_interface, compile_many, isolation
+from limen_jax.program.sandbox import exec_program, program_function
+
+
+def closure_interface(source: str, obs_dim: int, size: int) -> Interface:
+    """The pre-sandbox way: the program's own Python functions, called in the engine."""
+    ns = exec_program(source)
+    obs = program_function(ns, "get_observation", 1, "state")
+    rew = program_function(ns, "compute_reward", 3, "state, action, next_state")
+
+    def observe(sim):  # type: ignore[no-untyped-def]
+        return jax.numpy.asarray(obs(sim), jax.numpy.float32).reshape(obs_dim)
+
+    def reward(sim, a, nxt):  # type: ignore[no-untyped-def]
+        return jax.numpy.asarray(rew(sim, a, nxt), jax.numpy.float32).reshape(())
+
+    return Interface(observe, reward, obs_dim, size, source, "closure")
+
+
+def steps_per_second(task, iface: Interface, steps: int) -> float:  # type: ignore[no-untyped-def]
+    result = lj.rl.train(task, [iface], seeds=1, steps=steps)
+    return steps / max(result.wall_s - result.compile_s, 1e-9)
+
+
+def kernel_seconds(iface: Interface, sample, repeats: int = 30) -> float:  # type: ignore[no-untyped-def]
+    """Best time of jit(vmap(observe + reward)) over the sample tiled to 4096 transitions."""
+    big = jax.tree.map(lambda x: jax.numpy.concatenate([x] * (4096 // len(x) + 1))[:4096], sample)
+
+    @jax.jit
+    def both(tr):  # type: ignore[no-untyped-def]
+        obs = jax.vmap(iface.observe)(tr.sim)
+        return obs.sum() + jax.vmap(iface.reward)(tr.sim, tr.action, tr.next_sim).sum()
+
+    jax.block_until_ready(both(big))
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(both(big))
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--task", default="xland_easy")
+    parser.add_argument("--k", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=50_000)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--skip-checks", action="store_true", help="only the training comparison")
+    args = parser.parse_args()
+
+    task = lj.make(args.task)
+    source = interfaces.path(args.task).read_text()
+    limits = Limits()
+    sample = check_sample(task, limits)
+    print(f"mechanism: {isolation.mechanism()}")
+
+    iface = compile_interface(source, task, sample=sample)
+    if not args.skip_checks:
+        t0 = time.perf_counter()
+        iface = compile_interface(source, task, sample=sample)
+        print(f"one program: {time.perf_counter() - t0:.1f} s")
+        sources = [source + f"\n# variant {i}\n" for i in range(args.k)]
+        t0 = time.perf_counter()
+        results = compile_many(sources, task, sample=sample, workers=args.workers)
+        many = time.perf_counter() - t0
+        ok = sum(isinstance(r, Interface) for r in results)
+        print(f"K={args.k} programs, {args.workers} workers: {many:.1f} s ({many / args.k:.1f} s/program), {ok} ok")
+
+    closure = closure_interface(iface.source, iface.obs_dim, iface.reward_ast_size)
+    ke, kc = kernel_seconds(iface, sample), kernel_seconds(closure, sample)
+    print(f"φ+R over 4096 transitions: exported {ke * 1e3:.2f} ms, closure {kc * 1e3:.2f} ms, ratio {kc / ke:.3f}")
+    for r in range(args.repeats):
+        exported = steps_per_second(task, iface, args.steps)
+        python = steps_per_second(task, closure, args.steps)
+        print(
+            f"repeat {r}: training steps/s exported {exported:.0f}, closure {python:.0f}, ratio {exported / python:.3f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,220 @@
+"""The engine's side of checking: start sandboxed workers, hand them data, read back data.
+
+One worker process per program (a fresh interpreter, so nothing a program does can
+reach the next one); :func:`check_many` runs up to ``workers`` of them side by side.
+The engine sends the program text and the sample transitions as raw arrays, and reads
+back only a JSON verdict and StableHLO bytes; it never unpickles or executes anything
+from a worker. A worker that does not answer in time is killed.
+
+Failures are classified: a program that crashes or outlives its worker is the program's
+fault (:class:`ProgramError`); a worker that cannot start at all is the engine's
+(:class:`SandboxError`), raised so that the run stops instead of blaming programs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import jax
+
+from limen_jax.program import artifact, isolation, wire
+from limen_jax.program.checks import Limits
+from limen_jax.program.errors import ProgramError
+from limen_jax.task import Task, Transition
+
+# Most bytes a worker may answer with (two artifacts and a JSON verdict).
+MAX_REPLY_BYTES = 64 << 20
+_STDERR_TAIL = 2000
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself failed (a worker could not start or broke the protocol before it
+    ran any program code): an engine fault, never a program's."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """A worker's answer: the reply JSON and the artifacts by name ("obs", "reward")."""
+
+    reply: dict[str, Any]
+    artifacts: dict[str, bytes]
+
+
+def task_spec(task: Task) -> dict[str, Any]:
+    """How a worker rebuilds ``task``: its class as "module:qualname" and its parameters."""
+    cls = type(task)
+    return {"factory": f"{cls.__module__}:{cls.__qualname__}", "params": dict(task.params)}
+
+
+def request(
+    source: str, task: Task, mode: str, sample: Transition, limits: Limits
+) -> tuple[dict[str, Any], list[bytes]]:
+    """The request frame's header and buffers (the sample as raw arrays)."""
+    arrays = artifact.as_numpy((sample.sim, sample.action, sample.next_sim))
+    specs = artifact.leaf_specs((sample.sim, sample.action, sample.next_sim))
+    for spec, array in zip(specs, arrays):
+        spec.update(wire.array_spec(array))
+    header = {
+        "source": source,
+        "mode": mode,
+        "task": task_spec(task),
+        "limits": dataclasses.asdict(limits),
+        "platforms": export_platforms(),
+        "sys_path": [p for p in sys.path if p],
+        "sample": specs,
+    }
+    return header, [a.tobytes() for a in arrays]
+
+
+def export_platforms() -> list[str]:
+    """Platforms the artifacts are exported for: the CPU and the engine's accelerator."""
+    platforms = ["cpu"]
+    backend = jax.default_backend()
+    if backend not in platforms:
+        platforms.append("cuda" if backend == "gpu" else backend)
+    return platforms
+
+
+def run_worker(header: dict[str, Any], buffers: list[bytes], limits: Limits) -> Verdict:
+    """Check one program in a fresh sandboxed worker; its verdict (ProgramError on a crash
+    or a timeout, SandboxError when the worker could not start)."""
+    name = isolation.mechanism()
+    cmd = [
+        *isolation.worker_command(name),
+        str(limits.worker_memory_mb),
+        str(int(limits.worker_seconds) + 1),
+    ]
+    scratch = tempfile.mkdtemp(prefix="limen-worker-")
+    os.chmod(scratch, 0o500)  # empty, and stays empty
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=scratch,
+            env=dict(isolation.WORKER_ENV),
+            start_new_session=True,
+        )
+    except OSError as exc:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise SandboxError(f"could not start a checker worker ({name}): {exc}") from exc
+    try:
+        out, err, timed_out = _exchange(proc, wire.encode(header, buffers), limits.worker_seconds)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return _verdict(out, err, proc.returncode, timed_out, limits, name)
+
+
+def _exchange(proc: subprocess.Popen[bytes], request: bytes, seconds: float) -> tuple[bytes, bytes, bool]:
+    """Send ``request``; read the answer (at most MAX_REPLY_BYTES + 1: a worker that sends
+    more is killed) and the tail of stderr; kill the worker at ``seconds``."""
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
+    got: dict[str, bytes] = {"out": b"", "err": b""}
+
+    def send() -> None:
+        with contextlib.suppress(OSError):  # the worker may die before reading it all
+            stdin.write(request)
+            stdin.close()
+
+    def read_out() -> None:
+        got["out"] = stdout.read(1 + MAX_REPLY_BYTES + 1)  # b"R" + the frame, or too much
+        if len(got["out"]) > 1 + MAX_REPLY_BYTES:
+            _kill(proc)
+
+    def read_err() -> None:
+        while chunk := os.read(stderr.fileno(), 1 << 16):  # drained, so the worker never blocks on it
+            got["err"] = (got["err"] + chunk)[-_STDERR_TAIL:]
+
+    threads = [threading.Thread(target=t, daemon=True) for t in (send, read_out, read_err)]
+    for t in threads:
+        t.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill(proc)
+        proc.wait()
+    for t in threads:
+        t.join(timeout=10)
+    return got["out"], got["err"], timed_out
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the worker's process group (our own child's; bubblewrap takes its sandbox along)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _verdict(out: bytes, err: bytes, code: int, timed_out: bool, limits: Limits, name: str) -> Verdict:
+    if not out.startswith(b"R"):
+        tail = err.decode(errors="replace")[-_STDERR_TAIL:]
+        raise SandboxError(f"the checker worker ({name}) failed before running the program (exit {code}): {tail}")
+    body = out[1:]
+    if timed_out:
+        raise ProgramError(
+            "timeout",
+            f"checking the program took longer than {limits.worker_seconds:g} s in all; the worker was "
+            "stopped. Simplify the program (fewer loops, smaller arrays).",
+        )
+    if not body:
+        raise ProgramError("exec", _crash_message(code))
+    if len(body) > MAX_REPLY_BYTES:
+        raise ProgramError("exec", "the checker's worker answered with too much data for this program.")
+    try:
+        reply, blobs = wire.decode(body, MAX_REPLY_BYTES)
+    except wire.WireError:
+        raise ProgramError("exec", "the checker's worker returned a malformed answer for this program.") from None
+    names = reply.get("artifacts", []) if reply.get("ok") else []
+    if not isinstance(names, list) or len(names) != len(blobs) or not set(names) <= {"obs", "reward"}:
+        raise ProgramError("exec", "the checker's worker returned a malformed answer for this program.")
+    return Verdict(reply, dict(zip(names, blobs)))
+
+
+def _crash_message(code: int) -> str:
+    if code < 0:
+        sig = -code
+        what = signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)
+        if sig == signal.SIGXCPU:
+            return "the program used more CPU time than allowed and was stopped; simplify it."
+        return (
+            f"the program crashed the checker's worker (signal {what}); it must only compute "
+            "with jnp operations on the state."
+        )
+    return f"the program stopped the checker's worker (exit status {code}); it must only compute with jnp operations."
+
+
+def check_many(
+    jobs: Sequence[tuple[str, str]], task: Task, sample: Transition, limits: Limits, workers: int
+) -> list[Verdict | ProgramError]:
+    """Check ``(source, mode)`` pairs, ``workers`` at a time; each a Verdict or ProgramError.
+
+    SandboxError (an engine fault) propagates.
+    """
+
+    base, buffers = request("", task, "full", sample, limits)  # the sample is encoded once
+
+    def one(job: tuple[str, str]) -> Verdict | ProgramError:
+        header = {**base, "source": job[0], "mode": job[1]}
+        try:
+            return run_worker(header, buffers, limits)
+        except ProgramError as err:
+            return err
+
+    if len(jobs) == 1 or workers <= 1:
+        return [one(job) for job in jobs]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="limen-check") as pool:
+        return list(pool.map(one, jobs))

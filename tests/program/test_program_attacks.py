@@ -1,0 +1,161 @@
+"""The attack corpus (tests/program/attacks/, one class per module) against the sandboxed checker.
+
+All attacks run in one parallel batch (compile_many). Each is rejected, or accepted and
+then harmless in the engine: no file written outside the worker's scratch, no engine
+configuration changed, no crash or hang of this process, no host path or environment
+value in what the LLM would read.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pathlib
+import sys
+import tempfile
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from limen_jax.interface import Interface
+from limen_jax.program import Limits, ProgramError, compile_many
+from limen_jax.task import Task, Transition
+
+CLASSES = ("file_writes", "global_state", "crashes", "hangs", "check_vs_train", "leaks", "escapes")
+ATTACKS: dict[str, str] = {
+    f"{cls}.{name}": source
+    for cls in CLASSES
+    for name, source in importlib.import_module(f"attacks.{cls}").ATTACKS.items()
+}
+# Short limits: a hang costs seconds, not minutes.
+LIMITS = Limits(exec_seconds=2.0, trace_seconds=5.0, compile_seconds=20.0, run_seconds=10.0, startup_seconds=60.0)
+SECRET = "limen-canary-secret-5f1e"
+MARK = "limen_pwned_"
+
+
+def _targets() -> list[pathlib.Path]:
+    """Places outside any worker scratch where an attack tries to write."""
+    site = pathlib.Path(np.__file__).parents[1]
+    return [pathlib.Path.cwd(), site, pathlib.Path(tempfile.gettempdir()), pathlib.Path.home()]
+
+
+def _engine_state() -> dict[str, Any]:
+    cfg = jax.config
+    return {
+        "x64": cfg.jax_enable_x64,  # type: ignore[attr-defined]
+        "transfer_guard": cfg.jax_transfer_guard,  # type: ignore[attr-defined]
+        "prng": cfg.jax_default_prng_impl,  # type: ignore[attr-defined]
+        "rank_promotion": cfg.jax_numpy_rank_promotion,  # type: ignore[attr-defined]
+        "add_impl": jax.lax.add_p.impl,
+        "mul_abstract_eval": jax.lax.mul_p.abstract_eval,
+        "default_dtype": str(jnp.asarray(1.0).dtype),
+        "cwd": os.getcwd(),
+    }
+
+
+@pytest.fixture(scope="module")
+def attacked(easy_task: Task, easy_sample: Transition) -> dict[str, Any]:
+    targets = _targets()
+    for t in targets:
+        assert not list(t.glob(MARK + "*")), f"stale canary files in {t}"
+    names = sorted(ATTACKS)
+    sources = [
+        ATTACKS[n].replace("@@TARGET@@", str(targets[i % len(targets)] / f"{MARK}{n}")) for i, n in enumerate(names)
+    ]
+    before = _engine_state()
+    os.environ["LIMEN_TEST_API_KEY"] = SECRET
+    start = time.perf_counter()
+    try:
+        results = compile_many(sources, easy_task, "full", names, sample=easy_sample, limits=LIMITS, workers=2)
+    finally:
+        del os.environ["LIMEN_TEST_API_KEY"]
+    return {
+        "results": dict(zip(names, results)),
+        "seconds": time.perf_counter() - start,
+        "before": before,
+        "after": _engine_state(),
+        "targets": targets,
+    }
+
+
+def test_the_corpus_covers_every_class_with_at_least_40_attacks() -> None:
+    assert len(ATTACKS) >= 40
+    assert all(sum(n.startswith(c + ".") for n in ATTACKS) >= 5 for c in CLASSES)
+
+
+def test_no_file_was_written_outside_the_scratch(attacked: dict[str, Any]) -> None:
+    for target in attacked["targets"]:
+        assert not list(target.glob(MARK + "*")), f"an attack wrote into {target}"
+
+
+def test_the_engine_configuration_is_unchanged(attacked: dict[str, Any]) -> None:
+    assert attacked["after"] == attacked["before"]
+    assert attacked["after"]["x64"] is False and attacked["after"]["default_dtype"] == "float32"
+    assert float(jnp.add(1.0, 2.0)) == 3.0
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_each_attack_is_rejected_or_harmless(name: str, attacked: dict[str, Any], easy_sample: Transition) -> None:
+    result = attacked["results"][name]
+    if isinstance(result, ProgramError):
+        text = result.feedback()
+        for leak in (SECRET, sys.prefix, str(pathlib.Path.home()) + "/", "site-packages", "/work/"):
+            assert leak not in text, f"{leak!r} leaked into the feedback: {text}"
+        return
+    assert isinstance(result, Interface)
+    _assert_harmless(result, easy_sample)
+
+
+def _assert_harmless(iface: Interface, sample: Transition) -> None:
+    """The artifact gives the checked shapes on every batch size, twice, and bounded values."""
+    for n in (len(sample.action), 5):
+        part = jax.tree.map(lambda x, n=n: x[:n], sample)
+        for _ in range(2):
+            obs = np.asarray(jax.jit(jax.vmap(iface.observe))(part.sim))
+            rew = np.asarray(jax.jit(jax.vmap(iface.reward))(part.sim, part.action, part.next_sim))
+            assert obs.shape == (n, iface.obs_dim) and rew.shape == (n,)
+            assert np.isfinite(obs).all() and np.isfinite(rew).all()
+            assert np.abs(obs).max() <= 1e6 and np.abs(rew).max() <= 1e6
+
+
+def test_a_program_is_traced_exactly_once(easy_sample: Transition) -> None:
+    """State kept between traces has nothing to act on: the checked trace is what trains.
+
+    (The policy already refuses the corpus's stateful programs; this drives the worker's
+    trace-export-load path directly with a function whose width grows on every call.)
+    """
+    from limen_jax.program import artifact
+    from limen_jax.program.checks import trace_functions
+
+    calls: list[int] = []
+
+    def observe(state: Any) -> jax.Array:
+        calls.append(1)
+        return jnp.zeros(len(calls) + 1, jnp.float32) + state.agent.position[0]
+
+    traced = trace_functions("", easy_sample, Limits(), observe=observe)
+    specs = artifact.leaf_specs(easy_sample.sim)
+    blob = artifact.export_jaxpr(traced.observe, specs, artifact.observation_post(2), ["cpu"])
+    fn = artifact.unbatched(artifact.batched_call(artifact.load(blob, specs, (2,))))
+    out = jax.jit(jax.vmap(fn))(easy_sample.sim)
+    assert traced.obs_dim == 2 and out.shape == (len(easy_sample.action), 2) and len(calls) == 1
+    np.testing.assert_array_equal(np.asarray(out[:, 0]), np.asarray(easy_sample.sim.agent.position[:, 0], np.float32))
+
+
+def test_rewards_outside_the_sample_are_bounded(attacked: dict[str, Any], easy_sample: Transition) -> None:
+    iface = attacked["results"]["check_vs_train.huge_reward_in_unsampled_states"]
+    assert isinstance(iface, Interface)
+    far = easy_sample.sim.replace(step_num=jnp.full_like(easy_sample.sim.step_num, 200_000))
+    reward = np.asarray(jax.jit(jax.vmap(iface.reward))(far, easy_sample.action, easy_sample.next_sim))
+    np.testing.assert_array_equal(reward, np.full_like(reward, 1e6))
+
+
+def test_crashes_and_hangs_are_the_programs_fault(attacked: dict[str, Any]) -> None:
+    for name in ("crashes.list_bomb", "crashes.power_bomb", "hangs.while_true_at_import", "hangs.python_loop_in_trace"):
+        result = attacked["results"][name]
+        assert isinstance(result, ProgramError) and result.stage in ("allocation", "timeout", "policy", "exec"), name
+    assert attacked["seconds"] < 600
