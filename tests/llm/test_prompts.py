@@ -87,7 +87,7 @@ def test_system_prompt_per_mode():
     full, obs, rew = build_system("full"), build_system("obs_only"), build_system("reward_only")
     assert "1. get_observation(state)\n2. compute_reward(state, action, next_state)" in full
     assert "Observation design:" in full and "Reward design:" in full
-    assert "Only `import jax` and `import jax.numpy as jnp` are allowed." in full
+    assert "the checker enforces exactly those" in full
     assert "Do not write compute_reward" in obs and "Reward design:" not in obs and "Observation design:" in obs
     assert "Do not write get_observation" in rew and "Observation design:" not in rew and "Reward design:" in rew
     with pytest.raises(ValueError, match="unknown mode"):
