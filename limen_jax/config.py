@@ -8,13 +8,15 @@ typo in a config file never silently runs the default).
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any, TypeVar
 
+from limen_jax.archive import ArchiveConfig
 from limen_jax.llm.prompts import PromptConfig
+from limen_jax.modes import MODES, Mode
 
 T = TypeVar("T")
 
-MODES = ("full", "obs_only", "reward_only", "sparse", "independent")
 # the bundled Brax classics (limen_envs.brax_classics): one budget and one PPO family
 BRAX_TASKS = ("ant", "humanoid", "hopper", "walker2d", "halfcheetah")
 
@@ -29,7 +31,7 @@ class SearchConfig:
     candidates: int = 1
     seeds: int = 3
     initial: int | None = None
-    mode: str = "full"
+    mode: Mode = "full"
     strategy: str = "map_elites"
     # "on": batch i+1's LLM calls and checks run while batch i trains (its prompts see the
     # archive as of batch i-1); "off": strictly one batch after the other; "auto": on for
@@ -58,15 +60,6 @@ class CascadeConfig:
     short_steps: int = 500_000
     full_steps: int = 1_000_000
     threshold: float = 0.05
-
-
-@dataclasses.dataclass(frozen=True)
-class ArchiveConfig:
-    islands: int = 3
-    migration_interval: int = 5
-    p_global: float = 0.7
-    ast_bin_width: int = 25
-    ast_bins: int = 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,7 +177,8 @@ def _check_names(key: str, over: dict[str, Any], module: str, cls_name: str) -> 
 
 
 def to_dict(obj: Any) -> dict[str, Any]:
-    return dataclasses.asdict(obj)
+    """Plain JSON data (tuples become lists), so a saved config compares equal to its source."""
+    return json.loads(json.dumps(dataclasses.asdict(obj)))
 
 
 def from_dict(cls: type[T], data: dict[str, Any]) -> T:

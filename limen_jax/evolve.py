@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from limen_jax.config import EvolveConfig, from_dict
+from limen_jax.modes import MODES
 from limen_jax.rundir import RunDir
 
 
@@ -152,7 +153,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--iterations", type=int, help="iterations after the first generation")
     p.add_argument("--candidates", type=int, help="children per iteration, trained together")
     p.add_argument("--seeds", type=int, help="seeds of the full training run")
-    p.add_argument("--mode", choices=["full", "obs_only", "reward_only", "sparse", "independent"])
+    p.add_argument("--mode", choices=MODES)
     p.add_argument("--strategy", choices=["map_elites", "greedy", "independent"],
                    help="parent selection (default map_elites)")
     p.add_argument("--mutator", choices=["auto", "anthropic", "offline", "replay"],

@@ -22,6 +22,7 @@ import numpy as np
 
 from limen_jax.candidates import Child, Prepared, ask_and_check
 from limen_jax.config import EvolveConfig
+from limen_jax.modes import program_mode
 from limen_jax.rundir import RunDir, write_text_atomic
 from limen_jax.search import Outcome, Proposal, SearchView, make_strategy
 from limen_jax.search.evaluator import Budget, EvalBatch, EvalJob, InProcessEvaluator
@@ -62,7 +63,7 @@ class Loop:
         self.verbose = verbose
         self.task = make(config.task)
         self.mode = config.search.mode
-        self.program_mode = "full" if self.mode in ("independent", "sparse") else self.mode
+        self.program_mode = program_mode(self.mode)
         self._mutator = mutator
         self._evaluator = evaluator
         self._allow_changes = allow_changes
@@ -93,7 +94,7 @@ class Loop:
 
     def _setup(self) -> int:
         """Restore the checkpoint if there is one; returns the first iteration to run."""
-        from limen_jax.archive import Archive, ArchiveConfig, GridSpec
+        from limen_jax.archive import Archive
 
         saved = self.rd.read_json("config.json")
         search = dataclasses.replace(self.config.search, pipeline=self._resolve_pipeline(saved))
@@ -113,11 +114,7 @@ class Loop:
         state = self.rd.read_json("state.json")
         self.pending: list[Proposal] | None = None
         if state is None:
-            ac = self.config.archive
-            self.archive = Archive(ArchiveConfig(
-                num_islands=ac.islands, migration_interval=ac.migration_interval, p_global=ac.p_global,
-                grid=GridSpec(ast_bin_width=ac.ast_bin_width, num_ast_bins=ac.ast_bins),
-            ))
+            self.archive = Archive(self.config.archive)
             self.strategy = make_strategy(self._strategy_name())
             self.rd.log("run_start", config=self.config.to_dict(), pid=_pid())
             return 0

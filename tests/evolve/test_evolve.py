@@ -23,7 +23,7 @@ TINY_PPO = {"num_envs": 32, "rollout_len": 8, "epochs": 2, "minibatches": 2, "ev
 TOY = {
     "search": {"iterations": 1, "candidates": 2, "seeds": 2},
     "cascade": {"short_steps": 512, "full_steps": 2048, "threshold": 0.0},
-    "archive": {"islands": 2, "migration_interval": 1},
+    "archive": {"num_islands": 2, "migration_interval": 1},
     "llm": {"mutator": "offline"},
     "ppo": TINY_PPO,
 }

@@ -26,7 +26,7 @@ lj.register("toy_corridor", ToyCorridor, overwrite=True)
 BASE = {
     "search": {"iterations": 3, "candidates": 2, "seeds": 2, "pipeline": "on"},
     "cascade": {"short_steps": 0, "full_steps": 2048, "threshold": 0.0},
-    "archive": {"islands": 2, "migration_interval": 2},
+    "archive": {"num_islands": 2, "migration_interval": 2},
     "llm": {"mutator": "offline"},
 }
 

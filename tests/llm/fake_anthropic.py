@@ -12,6 +12,7 @@ import dataclasses
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -84,11 +85,18 @@ def message_json(reply: Reply, model: str) -> dict[str, Any]:
 class FakeAnthropic:
     """Usage: ``with FakeAnthropic([Status(429), Reply("hi")]) as fake: ... fake.url ...``"""
 
-    def __init__(self, script: list[Behaviour] | None = None, default: Behaviour | None = None) -> None:
+    def __init__(
+        self,
+        script: list[Behaviour] | None = None,
+        default: Behaviour | None = None,
+        responder: Callable[[dict[str, Any]], Behaviour] | None = None,
+    ) -> None:
         """script: behaviours for the next POSTs, in order; default: the behaviour once the
-        script is used up (None: HTTP 500 "script_exhausted")."""
+        script is used up (None: HTTP 500 "script_exhausted"); responder: computes the
+        behaviour from the request's JSON body instead (a fake model that writes programs)."""
         self.script: collections.deque[Behaviour] = collections.deque(script or [])
         self.default = default
+        self.responder = responder
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         fake = self
@@ -106,7 +114,10 @@ class FakeAnthropic:
                     )
                     fallback = fake.default or Status(500, "script_exhausted")
                     behaviour = fake.script.popleft() if fake.script else fallback
-                model = fake.requests[-1]["body"].get("model", "unknown")
+                    body = fake.requests[-1]["body"]
+                if fake.responder is not None:
+                    behaviour = fake.responder(body)
+                model = body.get("model", "unknown")
                 # the client may have given up (timeout): expected for Slow
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self._act(behaviour, model)
