@@ -154,6 +154,7 @@ def _check(proposal: Proposal, record: ProgramRecord, response: Any, task: Any, 
            truncated: bool) -> Child:
     """The guarded checker path: a ProgramError rejects the program (fed back to the LLM);
     any other exception is the checker's fault and costs this candidate only."""
+    from limen_jax.llm.prompts import render
     from limen_jax.program import ProgramError, compile_interface
 
     kwargs = {"limits": limits} if limits is not None else {}
@@ -165,8 +166,7 @@ def _check(proposal: Proposal, record: ProgramRecord, response: Any, task: Any, 
         if truncated:
             limit = response.metadata.get("max_tokens", "max_tokens")
             record.error["stage"] = "truncated"
-            record.error["message"] = (f"the answer was cut off at the output limit ({limit} tokens) before the "
-                                       f"program was complete; write a shorter program. Checker: {exc.message}")
+            record.error["message"] = render("truncated", limit=str(limit), message=exc.message)
         return Child(proposal, record)
     except Exception as exc:
         record.code = extracted_code(response.text, mode)

@@ -239,6 +239,7 @@ def test_truncated_answers_are_reported_as_cut_and_rejected_code_is_the_extracte
                     run_dir=tmp_path / "t", mutator=Scripted(), verbose=False)
     cut, policy = run.records
     assert cut.error["stage"] == "truncated" and "cut off at the output limit (64 tokens)" in cut.error["message"]
+    assert "The checker said:" in cut.error["message"]
     assert policy.error["stage"] == "policy"
     assert policy.code == "import os\n" + GOOD and "```" not in policy.code and "Hope" not in policy.code
 
@@ -261,3 +262,12 @@ def test_independent_shows_nothing_from_the_archive_and_failures_exclude_machine
     shown = MapElites().propose(_view(archive), np.random.default_rng(0))
     assert all(p.parent_id == "good" for p in shown)
     assert all("Program mistake failed" in p.user and "outage" not in p.user for p in shown)
+
+
+def test_checker_limits_come_from_the_config(fake_training, tmp_path):
+    run = lj.evolve("toy_corridor", config(search={"iterations": 0}, checker={"max_obs_dim": 1}),
+                    run_dir=tmp_path / "l", verbose=False)
+    rejected = [r for r in run.records if r.error]
+    assert run.complete and len(run.records) == 2 and rejected
+    assert all(r.obs_dim == 1 for r in run.records if not r.error)
+    assert all(r.error["stage"] == "shape" and "between 1 and 1" in r.error["message"] for r in rejected)
