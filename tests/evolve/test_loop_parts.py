@@ -45,18 +45,26 @@ def _fake_result(iface, diverged_at=None, success=None):
                                  diverged_at=diverged_at)
 
 
-@pytest.fixture
-def fake_training(monkeypatch):
+CALLS: list[list[str]] = []  # the batches the fake trainer was given
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fake_cascade():
     import limen_jax.rl as rl
 
-    calls = []
-
     def cascade(task, interfaces, **kw):
-        calls.append([i.name for i in interfaces])
+        CALLS.append([i.name for i in interfaces])
         return [_fake_result(i) for i in interfaces]
 
-    monkeypatch.setattr(rl, "run_cascade", cascade)
-    return calls
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(rl, "run_cascade", cascade)
+        yield
+
+
+@pytest.fixture
+def fake_training():
+    CALLS.clear()
+    return CALLS
 
 
 def records(run):
@@ -86,9 +94,9 @@ class Paid:
         return dataclasses.replace(r, cost_usd=0.5, input_tokens=100, output_tokens=10, model="paid-model")
 
 
-@pytest.fixture
-def piped(fake_training, tmp_path):
-    return lj.evolve("toy_corridor", config(), run_dir=tmp_path / "piped", verbose=False)
+@pytest.fixture(scope="module")
+def piped(tmp_path_factory):
+    return lj.evolve("toy_corridor", config(), run_dir=tmp_path_factory.mktemp("runs") / "piped", verbose=False)
 
 
 def test_pipelined_prompts_see_the_archive_one_batch_late_and_replay_exactly(piped, tmp_path):
