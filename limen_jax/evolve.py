@@ -62,12 +62,15 @@ def evolve(
     run_dir: str | os.PathLike[str] | None = None,
     mutator: Any = None,
     verbose: bool = True,
+    evaluator: Any = None,
 ) -> RunResult:
     """Run (or, if ``run_dir`` holds a checkpoint, resume) an interface search.
 
     config: an EvolveConfig, a dict of overrides on the CPU preset, or None.
     mutator: any object with ``propose(MutationRequest) -> MutationResponse``;
         by default chosen by ``config.llm.mutator``.
+    evaluator: a :class:`limen_jax.search.evaluator.Evaluator` (``submit(job) -> Future``,
+        ``close()``); by default the in-process batched cascade.
     """
     if config is None:
         config = EvolveConfig.preset_for(task)
@@ -80,7 +83,7 @@ def evolve(
         run_dir = Path("runs") / f"{task}-{config.search.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
     from limen_jax.loop import Loop
 
-    return Loop(config, RunDir(run_dir), mutator=mutator, verbose=verbose).run()
+    return Loop(config, RunDir(run_dir), mutator=mutator, verbose=verbose, evaluator=evaluator).run()
 
 
 def resume(
@@ -89,6 +92,7 @@ def resume(
     *,
     mutator: Any = None,
     verbose: bool = True,
+    evaluator: Any = None,
 ) -> RunResult:
     """Continue a killed or finished run from its directory, with its own config.
 
@@ -103,7 +107,7 @@ def resume(
     from limen_jax.loop import Loop
 
     config = EvolveConfig.from_dict(_deep_merge(data, overrides or {}))
-    return Loop(config, rd, mutator=mutator, verbose=verbose, allow_changes=True).run()
+    return Loop(config, rd, mutator=mutator, verbose=verbose, evaluator=evaluator, allow_changes=True).run()
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -299,13 +299,15 @@ class Loop:
         same = systematic(errors)
         if engine is not None or same is not None:
             raise RunStop("engine", f"training failed in the engine: {describe(engine) if engine else same}")
-        compile_s = 0.0
+        compile_s = eval_s = 0.0
         for child, res in zip(trainable, batch.results):
             record = child.record
             if isinstance(res, BaseException):
                 record.error = {"stage": "train", "message": describe(res), "trace": "", "blame": "program"}
                 continue
+            # the trainer's own phase split, where its results carry one
             compile_s += float(getattr(res, "compile_s", 0.0) or 0.0)
+            eval_s += float(getattr(res, "eval_s", 0.0) or 0.0)
             why = diverged(res)
             if why:
                 record.error = {"stage": "train", "message": why, "trace": "", "blame": "program", "kind": "diverged"}
@@ -314,7 +316,7 @@ class Loop:
         now = time.time()
         timing = {
             "llm_s": round(prepared.llm_s, 2), "check_s": round(prepared.check_s, 2),
-            "train_s": round(batch.wall_s, 2), "compile_s": round(compile_s, 2),
+            "train_s": round(batch.wall_s, 2), "compile_s": round(compile_s, 2), "eval_s": round(eval_s, 2),
             "llm_wait_s": round(max(0.0, prepared.end - max(prepared.start, self._last_train_end)), 2),
             "wall_s": round(now - self._last_iter_end, 2),
         }
@@ -382,7 +384,7 @@ class Loop:
         parts.append(f"spend ${self.spend:.2f}")
         parts.append(f"llm {timing['llm_s']:.1f}s (waited {timing['llm_wait_s']:.1f}s), "
                      f"check {timing['check_s']:.1f}s, train {timing['train_s']:.1f}s "
-                     f"(compile {timing['compile_s']:.1f}s)")
+                     f"(compile {timing['compile_s']:.1f}s, evaluate {timing['eval_s']:.1f}s)")
         parts.append(f"{time.time() - self.t0:.0f}s")
         self._say(" | ".join(parts))
         for r in recs:

@@ -279,3 +279,34 @@ def test_checker_limits_come_from_the_config(fake_training, tmp_path):
     assert run.complete and len(run.records) == 2 and rejected
     assert all(r.obs_dim == 1 for r in run.records if not r.error)
     assert all(r.error["stage"] == "shape" and "between 1 and 1" in r.error["message"] for r in rejected)
+
+
+class Remote:
+    """An evaluator elsewhere (a cluster's stand-in): the loop sees only submit/close."""
+
+    def __init__(self) -> None:
+        self.jobs, self.closed = [], False
+
+    def submit(self, job):
+        import concurrent.futures as cf
+
+        from limen_jax.search.evaluator import EvalBatch
+
+        self.jobs.append(([i.name for i in job.interfaces], list(job.seeds), job.budget))
+        future = cf.Future()
+        future.set_result(EvalBatch([_fake_result(i, success=0.25) for i in job.interfaces], None, 1.0))
+        return future
+
+    def close(self):
+        self.closed = True
+
+
+def test_an_evaluator_drops_in_through_submit_and_a_future(fake_training, tmp_path):
+    remote = Remote()
+    run = lj.evolve("toy_corridor", config(search={"iterations": 1}), run_dir=tmp_path / "r", verbose=False,
+                    evaluator=remote)
+    assert run.complete and fake_training == [] and not remote.closed  # the caller owns it
+    assert [names for names, _, _ in remote.jobs] == [["it0000-c00", "it0000-c01"], ["it0001-c00", "it0001-c01"]]
+    seeds, budget = remote.jobs[0][1], remote.jobs[0][2]
+    assert seeds == [0, 1] and (budget.short_steps, budget.full_steps, budget.threshold) == (2048, 2048, 0.0)
+    assert [r.success for r in run.records] == [0.25] * 4
