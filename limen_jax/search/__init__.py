@@ -4,7 +4,8 @@
   :class:`SearchView`, be told its :class:`Outcome` s), :class:`Proposal`;
 - :mod:`limen_jax.search.strategies`: ``map_elites``, ``greedy``, ``independent``;
 - :mod:`limen_jax.search.evaluator`: :class:`Evaluator` (submit a batch of interfaces,
-  get a future of per-candidate results), the in-process batched cascade by default.
+  get a future of per-candidate results), the in-process batched cascade by default;
+- :mod:`limen_jax.search.faults`: whose fault a failure is, and what stops a run.
 """
 
 from __future__ import annotations
