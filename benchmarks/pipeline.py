@@ -13,8 +13,10 @@ first-generation program from the task's offline catalog). Two runs of the same 
 
 It prints each run's wall time per iteration and the share of it the loop spent waiting
 on the LLM (asking and checking while nothing trained), and, last, ``sync / pipelined``.
-The pipelined run goes first, so a compilation cache warmed by it can only favour the
-synchronous run.
+Both runs get the same programs in the same batches (the fake model's n-th answer of a
+run is the same program), and JAX's persistent compilation cache is off (unless
+LIMEN_JAX_XLA_CACHE is set), so both compile and train the same work. The pipelined run
+goes first.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "llm"))
+os.environ.setdefault("LIMEN_JAX_XLA_CACHE", "off")  # before limen_jax compiles anything
 
 from fake_anthropic import FakeAnthropic, Reply  # noqa: E402
 
@@ -39,20 +42,25 @@ import limen_jax as lj  # noqa: E402
 from limen_jax.llm import MutationRequest, OfflineMutator  # noqa: E402
 
 
-def responder(task_name: str, latency: float):
+class Model:
     """A fake model: after ``latency`` seconds, a from-scratch program of the catalog, a
-    new draw per call (a model sampling at a temperature)."""
-    task = lj.make(task_name)
-    writer = OfflineMutator(task.offline_catalog())
-    calls = itertools.count()
+    new draw per call (a model sampling at a temperature); :meth:`restart` replays the
+    same sequence of programs for the next run."""
 
-    def answer(body: dict) -> Reply:
+    def __init__(self, task_name: str, latency: float) -> None:
+        self.task_name, self.latency = task_name, latency
+        self.writer = OfflineMutator(lj.make(task_name).offline_catalog())
+        self.restart()
+
+    def restart(self) -> None:
+        self.calls = itertools.count()
+
+    def __call__(self, body: dict) -> Reply:
         user = body["messages"][0]["content"]
-        seed = next(calls)
-        text = writer.propose(MutationRequest(system="", user="", task_name=task_name, rng_seed=seed)).text
-        return Reply(text=text, input_tokens=len(user) // 3, output_tokens=len(text) // 3, delay=latency)
-
-    return answer
+        seed = next(self.calls)
+        request = MutationRequest(system="", user="", task_name=self.task_name, rng_seed=seed)
+        text = self.writer.propose(request).text
+        return Reply(text=text, input_tokens=len(user) // 3, output_tokens=len(text) // 3, delay=self.latency)
 
 
 def run(task: str, iterations: int, candidates: int, pipeline: bool, root: Path) -> dict:
@@ -78,11 +86,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--candidates", type=int, default=4)
     args = p.parse_args(argv)
     iterations = args.iterations or (3 if args.quick else 5)
-    with FakeAnthropic(responder=responder(args.task, args.latency)) as fake, \
-            tempfile.TemporaryDirectory() as tmp:
+    model = Model(args.task, args.latency)
+    with FakeAnthropic(responder=model) as fake, tempfile.TemporaryDirectory() as tmp:
         os.environ["ANTHROPIC_API_KEY"] = "fake-key"
         os.environ["ANTHROPIC_BASE_URL"] = fake.url
-        runs = [run(args.task, iterations, args.candidates, pipeline, Path(tmp)) for pipeline in (True, False)]
+        runs = []
+        for pipeline in (True, False):
+            model.restart()
+            runs.append(run(args.task, iterations, args.candidates, pipeline, Path(tmp)))
         print(f"\n{args.task}: {iterations} generations x {args.candidates} candidates, "
               f"fake LLM latency {args.latency:.0f} s, {fake.posts} calls")
     for r in runs:
