@@ -300,12 +300,14 @@ class Loop:
         if engine is not None or same is not None:
             raise RunStop("engine", f"training failed in the engine: {describe(engine) if engine else same}")
         compile_s = eval_s = 0.0
+        split = False  # whether the trainer reported its compile / evaluate split
         for child, res in zip(trainable, batch.results):
             record = child.record
             if isinstance(res, BaseException):
                 record.error = {"stage": "train", "message": describe(res), "trace": "", "blame": "program"}
                 continue
             # the trainer's own phase split, where its results carry one
+            split = split or hasattr(res, "compile_s")
             compile_s += float(getattr(res, "compile_s", 0.0) or 0.0)
             eval_s += float(getattr(res, "eval_s", 0.0) or 0.0)
             why = diverged(res)
@@ -316,11 +318,13 @@ class Loop:
         now = time.time()
         timing = {
             "llm_s": round(prepared.llm_s, 2), "check_s": round(prepared.check_s, 2),
-            "train_s": round(batch.wall_s, 2), "compile_s": round(compile_s, 2), "eval_s": round(eval_s, 2),
+            "train_s": round(batch.wall_s, 2), "compile_s": round(compile_s, 2) if split else None,
+            "eval_s": round(eval_s, 2) if split else None,
             "llm_wait_s": round(max(0.0, prepared.end - max(prepared.start, self._last_train_end)), 2),
             "wall_s": round(now - self._last_iter_end, 2),
         }
-        self._last_train_end, self._last_iter_end = now, now
+        # the LLM wait of the next batch counts from when this one stopped training
+        self._last_train_end, self._last_iter_end = (batch.finished_at if trainable else now), now
         for child in prepared.children:
             child.record.metadata["train_wall_s"] = round(batch.wall_s / max(1, len(trainable)), 2)
             self._record(child.record)
@@ -370,7 +374,7 @@ class Loop:
             spec = self.archive.config.grid
             plot_archive(self.archive.heatmap(), spec.obs_labels(), spec.ast_labels(), self.rd.path / "archive.png")
 
-    def _report(self, it: int, timing: dict[str, float]) -> None:
+    def _report(self, it: int, timing: dict[str, Any]) -> None:
         recs = [r for r in self.store if r.iteration == it]
         scored = [r for r in recs if r.success is not None]
         best = self.store.best()
@@ -382,9 +386,11 @@ class Loop:
             parts.append("success " + " ".join(f"{r.success:.2f}" for r in scored))
         parts.append(f"best {best.success:.2f} ({best.id})" if best else "best -")
         parts.append(f"spend ${self.spend:.2f}")
-        parts.append(f"llm {timing['llm_s']:.1f}s (waited {timing['llm_wait_s']:.1f}s), "
-                     f"check {timing['check_s']:.1f}s, train {timing['train_s']:.1f}s "
-                     f"(compile {timing['compile_s']:.1f}s, evaluate {timing['eval_s']:.1f}s)")
+        phases = (f"llm {timing['llm_s']:.1f}s (waited {timing['llm_wait_s']:.1f}s), "
+                  f"check {timing['check_s']:.1f}s, train {timing['train_s']:.1f}s")
+        if timing["compile_s"] is not None:
+            phases += f" (compile {timing['compile_s']:.1f}s, evaluate {timing['eval_s'] or 0.0:.1f}s)"
+        parts.append(phases)
         parts.append(f"{time.time() - self.t0:.0f}s")
         self._say(" | ".join(parts))
         for r in recs:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -45,11 +46,12 @@ class EvalJob:
 class EvalBatch:
     """The answer: one ``CascadeResult`` or ``Exception`` per interface, in order;
     ``batch_error`` is the batched call's exception message when it had to be split;
-    ``wall_s`` the seconds the evaluation took."""
+    ``wall_s`` the seconds the evaluation took; ``finished_at`` when it ended (epoch s)."""
 
     results: list[Any]
     batch_error: str | None = None
     wall_s: float = 0.0
+    finished_at: float = dataclasses.field(default_factory=time.time)
 
 
 class Evaluator(Protocol):
@@ -60,8 +62,6 @@ class Evaluator(Protocol):
 
 def evaluate(job: EvalJob) -> EvalBatch:
     """Train ``job`` in this process (the batched cascade; one by one if the batch fails)."""
-    import time
-
     from limen_jax import rl
 
     t0 = time.perf_counter()

@@ -310,3 +310,59 @@ def test_an_evaluator_drops_in_through_submit_and_a_future(fake_training, tmp_pa
     seeds, budget = remote.jobs[0][1], remote.jobs[0][2]
     assert seeds == [0, 1] and (budget.short_steps, budget.full_steps, budget.threshold) == (2048, 2048, 0.0)
     assert [r.success for r in run.records] == [0.25] * 4
+
+
+class SlowOffline:
+    """The offline mutator, answering after ``delay`` seconds (a model's latency)."""
+
+    name = "slow"
+
+    def __init__(self, delay: float) -> None:
+        self.inner, self.delay = offline(), delay
+        self.lock, self.in_flight, self.most = threading.Lock(), 0, 0
+
+    def propose(self, request):
+        import time
+
+        with self.lock:
+            self.in_flight += 1
+            self.most = max(self.most, self.in_flight)
+        time.sleep(self.delay)
+        with self.lock:
+            self.in_flight -= 1
+        return self.inner.propose(request)
+
+
+class SlowEvaluator(Remote):
+    """Takes ``seconds`` per batch on a thread of its own."""
+
+    def __init__(self, seconds: float) -> None:
+        import concurrent.futures as cf
+
+        super().__init__()
+        self.seconds, self.pool = seconds, cf.ThreadPoolExecutor(1)
+
+    def submit(self, job):
+        import time
+
+        from limen_jax.search.evaluator import EvalBatch
+
+        def work():
+            time.sleep(self.seconds)
+            return EvalBatch([_fake_result(i) for i in job.interfaces], None, self.seconds)
+
+        return self.pool.submit(work)
+
+
+def test_the_pipeline_hides_the_llm_behind_training(tmp_path):
+    waits = {}
+    for pipeline in ("on", "off"):
+        mutator = SlowOffline(1.0)
+        run = lj.evolve("toy_corridor", config(search={"iterations": 2, "pipeline": pipeline}),
+                        run_dir=tmp_path / pipeline, mutator=mutator, evaluator=SlowEvaluator(3.0), verbose=False)
+        events = [json.loads(line) for line in (run.run_dir / "events.jsonl").read_text().splitlines()]
+        waits[pipeline] = [e["llm_wait_s"] for e in events if e["event"] == "iteration"]
+        assert run.complete and mutator.most == 2  # both calls of a batch in flight at once
+    assert all(w >= 1.0 for w in waits["off"]), waits
+    # pipelined, only the first batch waits; the later ones were asked while the previous trained
+    assert waits["on"][0] >= 1.0 and all(w < 0.5 for w in waits["on"][1:]), waits
