@@ -232,7 +232,8 @@ class Loop:
         search = self.config.search
         n = (search.initial or search.candidates) if it == 0 else search.candidates
         return SearchView(self.archive, self.task, self.program_mode, it, n, self.config.prompt,
-                          budget_text(self.config.cascade.full_steps, search.seeds))
+                          budget_text(self.config.cascade.full_steps, search.seeds),
+                          int(self.config.checker.get("max_obs_dim", 512)))
 
     def _prepare(self, it: int, proposals: list[Proposal] | None) -> Prepared:
         """Propose batch ``it`` (unless restored), ask for it and check the answers."""

@@ -68,7 +68,8 @@ class SearchView:
     archive: the MAP-Elites archive (store + grid). task: the task (description, context).
     mode: the program mode ("full", "obs_only", "reward_only"). iteration: the batch being
     proposed. candidates: children wanted in it. prompt: the prompt settings. budget: one
-    sentence on the training budget, stated in every prompt.
+    sentence on the training budget, stated in every prompt. max_obs_dim: the checker's
+    observation limit, stated with its other rules.
     """
 
     archive: Archive
@@ -78,6 +79,7 @@ class SearchView:
     candidates: int
     prompt: PromptConfig = PromptConfig()
     budget: str = ""
+    max_obs_dim: int = 512
 
     def program_failures(self, n: int) -> list[ProgramRecord]:
         """The ``n`` newest failures that are the program's fault, newest first. Failures
@@ -126,7 +128,8 @@ def make_proposal(
     """Render the prompt for one child and draw its mutator seed (from ``rng``, in this
     order: the prompt's draws, then the seed)."""
     prompt = build_prompt(view.task, view.mode, rng, parent=parent, top=top, diverse=diverse,
-                          failures=failures, config=view.prompt, budget=view.budget)
+                          failures=failures, config=view.prompt, budget=view.budget,
+                          max_obs_dim=view.max_obs_dim)
     seed = int(rng.integers(2**31 - 1))
     return Proposal(
         id=program_id(view.iteration, index), iteration=view.iteration, island=island,

@@ -279,6 +279,8 @@ def test_checker_limits_come_from_the_config(fake_training, tmp_path):
     assert run.complete and len(run.records) == 2 and rejected
     assert all(r.obs_dim == 1 for r in run.records if not r.error)
     assert all(r.error["stage"] == "shape" and "between 1 and 1" in r.error["message"] for r in rejected)
+    prompts = [json.loads(line) for line in (run.run_dir / "events.jsonl").read_text().splitlines()]
+    assert all("the observation has at most 1 features" in e["user"] for e in prompts if e["event"] == "prompt")
 
 
 class Remote:
