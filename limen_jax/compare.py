@@ -2,8 +2,9 @@
 
 For ablations (``--mode full | obs_only | reward_only | sparse | independent``) and
 strategy comparisons on the same task and budget: one markdown table (mode, strategy,
-mutator, budget, programs, rejected, first-generation best, best with its seeds, LLM
-spend) and, with ``--plot``, every run's best success so far over iterations on one
+the mutator that actually ran, budget, programs, rejected, first-generation best, best
+with its seeds, LLM calls with failed calls and retries, tokens, spend) and, with
+``--plot``, every run's best success so far over iterations on one
 figure. Reads the run directories only (config.json, state.json); nothing is retrained.
 """
 
@@ -27,7 +28,25 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
         "config": config,
         "records": state["archive"]["programs"],
         "spend_usd": float(state.get("spend_usd", 0.0)),
+        # the run's ledger (runs older than the ledger have none)
+        "usage": state.get("usage") or {},
     }
+
+
+def _mutator(run: dict[str, Any]) -> str:
+    """The mutator that ran ("auto" resolved), from the ledger or, failing that, the records."""
+    if run["config"]["search"]["mode"] == "sparse":
+        return "-"
+    ran = run["usage"].get("mutator") or next(
+        (r["metadata"]["mutator"] for r in run["records"] if r.get("metadata", {}).get("mutator")), None)
+    return str(ran or run["config"]["llm"]["mutator"])
+
+
+def _calls(usage: dict[str, Any]) -> tuple[str, str]:
+    if not usage or "calls" not in usage:
+        return "-", "-"
+    calls = f"{usage['calls']} ({usage['failed_calls']} failed, {usage['retries']} retries)"
+    return calls, f"{usage['input_tokens']:,} / {usage['output_tokens']:,}"
 
 
 def _best(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
@@ -38,7 +57,7 @@ def _best(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
 def table(runs: Sequence[dict[str, Any]]) -> str:
     """A markdown table, one row per run (see the module docstring for the columns)."""
     columns = ["run", "task", "mode", "strategy", "mutator", "steps x seeds", "programs", "rejected", "first gen",
-               "best (seeds)", "spend"]  # fmt: skip
+               "best (seeds)", "LLM calls", "tokens in / out", "spend"]  # fmt: skip
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for run in runs:
         cfg, records = run["config"], run["records"]
@@ -50,12 +69,13 @@ def table(runs: Sequence[dict[str, Any]]) -> str:
             cfg["task"],
             cfg["search"]["mode"],
             cfg["search"]["strategy"],
-            "-" if cfg["search"]["mode"] == "sparse" else cfg["llm"]["mutator"],
+            _mutator(run),
             f"{cfg['cascade']['full_steps']:,} x {cfg['search']['seeds']}",
             str(len(records)),
             str(rejected),
             f"{first['success']:.3f}" if first else "-",
             f"**{best['success']:.3f}** ({seeds})" if best else "-",
+            *_calls(run["usage"]),
             f"${run['spend_usd']:.2f}",
         ]
         lines.append("| " + " | ".join(cells) + " |")

@@ -8,11 +8,14 @@ typo in a config file never silently runs the default).
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any, TypeVar
 
-T = TypeVar("T")
+from limen_jax.archive import ArchiveConfig
+from limen_jax.llm.prompts import PromptConfig
+from limen_jax.modes import MODES, Mode
 
-MODES = ("full", "obs_only", "reward_only", "sparse", "independent")
+T = TypeVar("T")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,8 +28,13 @@ class SearchConfig:
     candidates: int = 1
     seeds: int = 3
     initial: int | None = None
-    mode: str = "full"
+    mode: Mode = "full"
     strategy: str = "map_elites"
+    # "on": batch i+1's LLM calls and checks run while batch i trains (its prompts see the
+    # archive as of batch i-1); "off": strictly one batch after the other; "auto": on for
+    # a live LLM (anthropic), off for the instant offline mutator. A replay follows the
+    # recorded run. The resolved value is what config.json keeps.
+    pipeline: str = "auto"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -35,6 +43,8 @@ class SearchConfig:
 
         if self.strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {sorted(STRATEGIES)}, got {self.strategy!r}")
+        if self.pipeline not in ("auto", "on", "off"):
+            raise ValueError(f"pipeline must be auto, on or off, got {self.pipeline!r}")
         if self.candidates < 1 or self.seeds < 1 or self.iterations < 0:
             raise ValueError("candidates and seeds must be >= 1 and iterations >= 0")
 
@@ -50,15 +60,6 @@ class CascadeConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class ArchiveConfig:
-    islands: int = 3
-    migration_interval: int = 5
-    p_global: float = 0.7
-    ast_bin_width: int = 25
-    ast_bins: int = 20
-
-
-@dataclasses.dataclass(frozen=True)
 class LLMConfig:
     """mutator: "auto" (anthropic when ANTHROPIC_API_KEY is set, else offline),
     "anthropic", "offline" or "replay" (answers from ``replay_from``'s cache)."""
@@ -69,6 +70,18 @@ class LLMConfig:
     temperature: float = 0.7
     max_cost_usd: float = 20.0
     replay_from: str | None = None
+    # the client: seconds per attempt, output cap per call, retries of transient failures,
+    # and how many calls may be in flight at once (None: a whole batch)
+    timeout_s: float = 300.0
+    max_tokens: int = 8192
+    max_retries: int = 6
+    concurrency: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.concurrency is not None and self.concurrency < 1:
+            raise ValueError("llm.concurrency must be >= 1 (or null for the batch size)")
+        if self.max_tokens < 1 or self.max_retries < 0 or self.timeout_s <= 0:
+            raise ValueError("llm.max_tokens >= 1, llm.max_retries >= 0 and llm.timeout_s > 0 are required")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,8 +93,17 @@ class EvolveConfig:
     cascade: CascadeConfig = CascadeConfig()
     archive: ArchiveConfig = ArchiveConfig()
     llm: LLMConfig = LLMConfig()
-    # PPOConfig fields overriding the preset's (see limen_jax.rl.config.PPOConfig)
+    # PPOConfig fields overriding the preset's (see limen_jax.rl.config.PPOConfig); the
+    # names are checked when the config is built
     ppo: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # what the prompts show (limen_jax.llm.prompts.PromptConfig fields)
+    prompt: PromptConfig = PromptConfig()
+    # the checker's limits (limen_jax.program.Limits fields overriding its defaults)
+    checker: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_names("ppo", self.ppo, "limen_jax.rl.config", "PPOConfig")
+        _check_names("checker", self.checker, "limen_jax.program.checks", "Limits")
 
     @classmethod
     def preset_for(cls, task: str, preset: str = "cpu", **overrides: Any) -> EvolveConfig:
@@ -109,8 +131,21 @@ class EvolveConfig:
         return from_dict(cls, data)
 
 
+def _check_names(key: str, over: dict[str, Any], module: str, cls_name: str) -> None:
+    """Unknown override names are an error now, not when the run reaches them."""
+    if not over:
+        return
+    import importlib
+
+    cls = getattr(importlib.import_module(module), cls_name)
+    unknown = set(over) - {f.name for f in dataclasses.fields(cls)}
+    if unknown:
+        raise ValueError(f"{key}: unknown {cls_name} fields {sorted(unknown)}")
+
+
 def to_dict(obj: Any) -> dict[str, Any]:
-    return dataclasses.asdict(obj)
+    """Plain JSON data (tuples become lists), so a saved config compares equal to its source."""
+    return json.loads(json.dumps(dataclasses.asdict(obj)))
 
 
 def from_dict(cls: type[T], data: dict[str, Any]) -> T:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from limen_jax.config import EvolveConfig, from_dict
+from limen_jax.modes import MODES
 from limen_jax.rundir import RunDir
 
 
@@ -33,6 +34,9 @@ class RunResult:
     store: Any
     archive: Any
     stopped: str = "finished"
+    # False when the run stopped before its planned iterations (budget cap, outage,
+    # engine error, a mutator that cannot go on): the CLI then exits non-zero
+    complete: bool = True
 
     @property
     def records(self) -> list[Any]:
@@ -58,12 +62,15 @@ def evolve(
     run_dir: str | os.PathLike[str] | None = None,
     mutator: Any = None,
     verbose: bool = True,
+    evaluator: Any = None,
 ) -> RunResult:
     """Run (or, if ``run_dir`` holds a checkpoint, resume) an interface search.
 
     config: an EvolveConfig, a dict of overrides on the CPU preset, or None.
     mutator: any object with ``propose(MutationRequest) -> MutationResponse``;
         by default chosen by ``config.llm.mutator``.
+    evaluator: a :class:`limen_jax.search.evaluator.Evaluator` (``submit(job) -> Future``,
+        ``close()``); by default the in-process batched cascade.
     """
     if config is None:
         config = EvolveConfig.preset_for(task)
@@ -76,18 +83,31 @@ def evolve(
         run_dir = Path("runs") / f"{task}-{config.search.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
     from limen_jax.loop import Loop
 
-    return Loop(config, RunDir(run_dir), mutator=mutator, verbose=verbose).run()
+    return Loop(config, RunDir(run_dir), mutator=mutator, verbose=verbose, evaluator=evaluator).run()
 
 
-def resume(run_dir: str | os.PathLike[str], *, mutator: Any = None, verbose: bool = True) -> RunResult:
-    """Continue a killed or finished run from its directory, with its own config."""
+def resume(
+    run_dir: str | os.PathLike[str],
+    overrides: dict[str, Any] | None = None,
+    *,
+    mutator: Any = None,
+    verbose: bool = True,
+    evaluator: Any = None,
+) -> RunResult:
+    """Continue a killed or finished run from its directory, with its own config.
+
+    overrides: nested config values to change on the way (e.g. ``{"llm": {"max_cost_usd":
+    40}}``, ``{"search": {"iterations": 10}}``); only :data:`limen_jax.loop.RESUMABLE`
+    keys may change, anything else is refused with a ValueError naming it.
+    """
     rd = RunDir(run_dir)
     data = rd.read_json("config.json")
     if data is None:
         raise FileNotFoundError(f"{run_dir} holds no config.json: not a limen_jax run directory")
     from limen_jax.loop import Loop
 
-    return Loop(EvolveConfig.from_dict(data), rd, mutator=mutator, verbose=verbose).run()
+    config = EvolveConfig.from_dict(_deep_merge(data, overrides or {}))
+    return Loop(config, rd, mutator=mutator, verbose=verbose, evaluator=evaluator, allow_changes=True).run()
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -101,6 +121,7 @@ def _summary(result: RunResult) -> str:
     recs = result.records
     trained = [r for r in recs if r.success is not None]
     rejected = [r for r in recs if r.error]
+    usage = (RunDir(result.run_dir).read_json("usage.json") or {})
     lines = [
         f"run: {result.run_dir}  ({result.stopped})",
         f"task {result.config.task}, mode {result.config.search.mode}: {len(recs)} programs, "
@@ -114,6 +135,12 @@ def _summary(result: RunResult) -> str:
             f"reward AST {best.reward_ast_size}"
         )
         lines.append(f"best interface: {result.run_dir / 'best_interface.py'}")
+    if usage.get("calls") or usage.get("failed_calls"):
+        lines.append(
+            f"LLM ({usage.get('mutator')}): {usage['calls']} calls, {usage['failed_calls']} failed, "
+            f"{usage['retries']} retries, {usage['input_tokens']:,} in / {usage['output_tokens']:,} out tokens, "
+            f"${usage['cost_usd']:.2f}"
+        )
     return "\n".join(lines)
 
 
@@ -130,39 +157,56 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--iterations", type=int, help="iterations after the first generation")
     p.add_argument("--candidates", type=int, help="children per iteration, trained together")
     p.add_argument("--seeds", type=int, help="seeds of the full training run")
-    p.add_argument("--mode", choices=["full", "obs_only", "reward_only", "sparse", "independent"])
+    p.add_argument("--mode", choices=MODES)
     p.add_argument("--strategy", choices=["map_elites", "greedy", "independent"],
                    help="parent selection (default map_elites)")
     p.add_argument("--mutator", choices=["auto", "anthropic", "offline", "replay"],
                    help="auto: anthropic if ANTHROPIC_API_KEY is set, else offline")
     p.add_argument("--model", help="LLM model id (anthropic)")
     p.add_argument("--max-cost", type=float, help="stop cleanly when the LLM spend reaches this many USD")
+    p.add_argument("--llm-timeout", type=float, help="seconds per LLM call attempt (default 300)")
+    p.add_argument("--max-tokens", type=int, help="output token cap per LLM call (default 8192)")
+    p.add_argument("--max-retries", type=int, help="retries of a transient LLM failure (default 6)")
+    p.add_argument("--concurrency", type=int, help="LLM calls in flight at once (default: the batch size)")
+    p.add_argument("--pipeline", choices=["auto", "on", "off"],
+                   help="ask and check batch i+1 while batch i trains (auto: on for a live LLM)")
     p.add_argument("--replay-from", help="run directory (or llm_cache.jsonl) to replay LLM answers from")
     p.add_argument("--short-steps", type=int, help="env steps of the short cascade run (0: no cascade)")
     p.add_argument("--full-steps", type=int, help="env steps of the full run")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, help="run seed (default 0)")
     p.add_argument("--run-dir", help="where to write the run (default runs/<task>-<mode>-<time>)")
-    p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR")
+    p.add_argument("--resume", metavar="RUN_DIR",
+                   help="continue the run in RUN_DIR; --iterations, --max-cost, --model, --llm-timeout, "
+                        "--max-tokens, --max-retries and --concurrency may change, other flags are refused")
     p.add_argument("--config", help="JSON file of EvolveConfig overrides")
     return p
 
 
-def config_from_args(args: argparse.Namespace) -> EvolveConfig:
-    over: dict[str, Any] = {"seed": args.seed}
-    if args.config:
-        over = _deep_merge(over, json.loads(Path(args.config).read_text()))
-    search = {k: v for k, v in (("iterations", args.iterations), ("candidates", args.candidates),
-                                ("seeds", args.seeds), ("mode", args.mode), ("strategy", args.strategy))
-              if v is not None}
-    cascade = {k: v for k, v in (("short_steps", args.short_steps), ("full_steps", args.full_steps))
-               if v is not None}
-    llm = {k: v for k, v in (("mutator", args.mutator), ("model", args.model), ("max_cost_usd", args.max_cost),
-                             ("replay_from", args.replay_from)) if v is not None}
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The nested config values the command line sets (flags not given are left out)."""
+    def given(pairs: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+        return {k: v for k, v in pairs if v is not None}
+
+    search = given((("iterations", args.iterations), ("candidates", args.candidates), ("seeds", args.seeds),
+                    ("mode", args.mode), ("strategy", args.strategy), ("pipeline", args.pipeline)))
+    cascade = given((("short_steps", args.short_steps), ("full_steps", args.full_steps)))
+    llm = given((("mutator", args.mutator), ("model", args.model), ("max_cost_usd", args.max_cost),
+                 ("replay_from", args.replay_from), ("timeout_s", args.llm_timeout), ("max_tokens", args.max_tokens),
+                 ("max_retries", args.max_retries), ("concurrency", args.concurrency)))
     if args.replay_from and "mutator" not in llm:
         llm["mutator"] = "replay"
+    over: dict[str, Any] = given((("seed", args.seed),))
     for name, part in (("search", search), ("cascade", cascade), ("llm", llm)):
         if part:
-            over = _deep_merge(over, {name: part})
+            over[name] = part
+    return over
+
+
+def config_from_args(args: argparse.Namespace) -> EvolveConfig:
+    over: dict[str, Any] = {"seed": 0}
+    if args.config:
+        over = _deep_merge(over, json.loads(Path(args.config).read_text()))
+    over = _deep_merge(over, _overrides(args))
     base = EvolveConfig.preset_for(args.task, args.preset).to_dict()
     return from_dict(EvolveConfig, _deep_merge(base, over))
 
@@ -171,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.resume:
-            result = resume(args.resume)
+            result = resume(args.resume, _overrides(args))
         else:
             from limen_jax.task import registered_tasks
 
@@ -188,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\ninterrupted: resume with --resume RUN_DIR", file=sys.stderr)
         return 130
     print(result.summary())
-    return 0
+    return 0 if result.complete else 1
 
 
 class _CallableModule(types.ModuleType):

@@ -1,21 +1,61 @@
-"""One evolution run, iteration by iteration, durable and resumable (see evolve.py)."""
+"""One evolution run, batch by batch, durable, resumable and pipelined (see evolve.py).
+
+The loop does only I/O: it asks the strategy for a batch of proposals, asks the mutator
+for them (all at once) and checks the answers (limen_jax.candidates), submits the
+trainable children to the Evaluator, records the outcomes in the archive and the run
+directory, tells the strategy, checkpoints. With the pipeline on, batch i+1 is proposed,
+asked and checked while batch i trains; its prompts see the archive as of batch i-1, a
+fixed depth, so a resumed or replayed run makes exactly the same choices.
+"""
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import dataclasses
-import os
+import json
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from limen_jax.candidates import Child, Prepared, ask_and_check
 from limen_jax.config import EvolveConfig
+from limen_jax.modes import program_mode
 from limen_jax.rundir import RunDir, write_text_atomic
-from limen_jax.search import parent_picker
+from limen_jax.search import Outcome, Proposal, SearchView, make_strategy
+from limen_jax.search.evaluator import Budget, EvalBatch, EvalJob, InProcessEvaluator
+from limen_jax.search.faults import RunStop, describe, diverged, is_engine_error, systematic
+
+# Config keys a resumed run may change (the rest define the run and are refused).
+RESUMABLE = frozenset({
+    "search.iterations", "llm.max_cost_usd", "llm.model", "llm.temperature", "llm.timeout_s",
+    "llm.max_tokens", "llm.max_retries", "llm.concurrency",
+})  # fmt: skip
+_BAR_EVERY_S = 1.0
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and k not in ("ppo", "checker"):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def config_changes(saved: dict[str, Any], new: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(accepted, refused) dotted keys whose values differ between two config dicts."""
+    a, b = _flat(saved), _flat(new)
+    changed = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    return [k for k in changed if k in RESUMABLE], [k for k in changed if k not in RESUMABLE]
 
 
 class Loop:
-    def __init__(self, config: EvolveConfig, run_dir: RunDir, *, mutator: Any = None, verbose: bool = True) -> None:
+    def __init__(self, config: EvolveConfig, run_dir: RunDir, *, mutator: Any = None, verbose: bool = True,
+                 evaluator: Any = None, allow_changes: bool = False) -> None:
         from limen_jax.task import make
 
         self.config = config
@@ -23,48 +63,88 @@ class Loop:
         self.verbose = verbose
         self.task = make(config.task)
         self.mode = config.search.mode
-        self.program_mode = "full" if self.mode in ("independent", "sparse") else self.mode
-        self.pick_parent = parent_picker("independent" if self.mode == "independent" else config.search.strategy)
+        self.program_mode = program_mode(self.mode)
         self._mutator = mutator
+        self._evaluator = evaluator
+        self._allow_changes = allow_changes
         self.mutator: Any = None
+        self.mutator_name = "none (sparse baseline)" if self.mode == "sparse" else "custom"
         self.t0 = time.time()
+        self._last_train_end = 0.0
+        self._last_iter_end = self.t0
 
     # --- setup ------------------------------------------------------------------------
+    def _resolve_pipeline(self, saved: dict[str, Any] | None) -> str:
+        """"auto" -> "on" for a live LLM, "off" otherwise; a replay follows the recorded run."""
+        pipeline = self.config.search.pipeline
+        if pipeline != "auto":
+            return pipeline
+        if saved is not None:
+            return str(saved["search"].get("pipeline", "off"))
+        from limen_jax.llm.factory import resolve_mutator
+
+        kind = resolve_mutator(self.config.llm.mutator)
+        if self._mutator is not None or self.mode == "sparse" or kind == "offline":
+            return "off"
+        if kind == "replay" and self.config.llm.replay_from:
+            src = Path(self.config.llm.replay_from)
+            recorded = (src if src.is_dir() else src.parent) / "config.json"
+            return str(json.loads(recorded.read_text())["search"]["pipeline"]) if recorded.exists() else "off"
+        return "on" if kind == "anthropic" else "off"
+
     def _setup(self) -> int:
         """Restore the checkpoint if there is one; returns the first iteration to run."""
-        from limen_jax.archive import Archive, ArchiveConfig, GridSpec
+        from limen_jax.archive import Archive
 
-        saved_cfg = self.rd.read_json("config.json")
-        if saved_cfg is not None and saved_cfg != self.config.to_dict():
-            raise ValueError(
-                f"{self.rd.path} holds a run with another config; resume it with --resume, "
-                "or choose a new --run-dir"
-            )
+        saved = self.rd.read_json("config.json")
+        search = dataclasses.replace(self.config.search, pipeline=self._resolve_pipeline(saved))
+        self.config = dataclasses.replace(self.config, search=search)
+        if saved is not None and saved != self.config.to_dict():
+            accepted, refused = config_changes(saved, self.config.to_dict())
+            if refused or not self._allow_changes:
+                raise ValueError(
+                    f"{self.rd.path} holds a run with another config (differs in {', '.join(refused or accepted)}); "
+                    f"a resume may change only {', '.join(sorted(RESUMABLE))}; or choose a new --run-dir"
+                )
+            self.rd.log("config_change", keys=accepted,
+                        values={k: _flat(self.config.to_dict())[k] for k in accepted})
+            self._say(f"resume: changed {', '.join(f'{k}={_flat(self.config.to_dict())[k]}' for k in accepted)}")
         self.rd.write_json("config.json", self.config.to_dict())
+        self.pipeline = self.config.search.pipeline == "on"
         state = self.rd.read_json("state.json")
+        self.pending: list[Proposal] | None = None
         if state is None:
-            ac = self.config.archive
-            self.archive = Archive(ArchiveConfig(
-                num_islands=ac.islands, migration_interval=ac.migration_interval, p_global=ac.p_global,
-                grid=GridSpec(ast_bin_width=ac.ast_bin_width, num_ast_bins=ac.ast_bins),
-            ))
-            self.spend = 0.0
-            self.rd.log("run_start", config=self.config.to_dict(), pid=os.getpid())
+            self.archive = Archive(self.config.archive)
+            self.strategy = make_strategy(self._strategy_name())
+            self.rd.log("run_start", config=self.config.to_dict(), pid=_pid())
             return 0
         self.archive = Archive.from_dict(state["archive"])
-        self.spend = float(state.get("spend_usd", 0.0))
+        self.strategy = make_strategy(self._strategy_name(), state.get("strategy"))
+        if state.get("pending"):
+            self.pending = [Proposal.from_dict(p) for p in state["pending"]]
         start = int(state["iteration"]) + 1
-        self.rd.log("run_resume", from_iteration=start, pid=os.getpid())
+        self.rd.log("run_resume", from_iteration=start, pid=_pid())
         return start
+
+    def _strategy_name(self) -> str:
+        return "independent" if self.mode == "independent" else self.config.search.strategy
 
     @property
     def store(self) -> Any:
         return self.archive.store
 
     def _build_mutator(self) -> Any:
-        from limen_jax.llm.factory import make_mutator
+        from limen_jax.llm import CachingMutator
+        from limen_jax.llm.factory import make_mutator, resolve_mutator
 
-        return make_mutator(self.config.llm, self.task, cache_path=self.rd.cache_path, spent_usd=self.spend)
+        if self._mutator is not None:
+            self.mutator_name = getattr(self._mutator, "name", "custom")
+            # every answer of every mutator is recorded: replay and the spend ledger need it
+            if isinstance(self._mutator, CachingMutator):
+                return self._mutator
+            return CachingMutator(self._mutator, self.rd.cache_path)
+        self.mutator_name = resolve_mutator(self.config.llm.mutator)
+        return make_mutator(self.config.llm, self.task, cache_path=self.rd.cache_path)
 
     def _ppo_config(self) -> Any:
         from limen_jax.rl import PPOConfig
@@ -73,113 +153,101 @@ class Loop:
         over = {k: tuple(v) if isinstance(v, list) else v for k, v in self.config.ppo.items()}
         return base.replace(**over)
 
+    def _limits(self) -> Any:
+        if not self.config.checker:
+            return None
+        from limen_jax.program import Limits
+
+        return Limits(**self.config.checker)
+
+    @property
+    def spend(self) -> float:
+        """Dollars paid for LLM calls over the whole run (the cache's ledger)."""
+        cache = getattr(self.mutator, "cache", None)
+        return float(cache.ledger.cost_usd) if cache is not None else 0.0
+
+    def usage(self) -> dict[str, Any]:
+        cache = getattr(self.mutator, "cache", None)
+        if cache is None:
+            from limen_jax.llm.replay import CACHE_FILENAME, ResponseCache
+
+            path = self.rd.path / CACHE_FILENAME
+            cache = ResponseCache(path) if path.exists() else None
+        out = cache.ledger.to_dict() if cache is not None else {}
+        hits = getattr(self.mutator, "hits", 0)
+        return {**out, "cache_hits": hits, "mutator": self.mutator_name}
+
     # --- the loop ---------------------------------------------------------------------
     def run(self) -> Any:
         from limen_jax.evolve import RunResult
-        from limen_jax.llm import BudgetExceeded, MutatorError
 
         start = self._setup()
         self.ppo = self._ppo_config()
-        stopped = "finished"
-        total = self.config.search.iterations + 1
-        if self.mode == "sparse":
-            total = 1
+        self.limits = self._limits()
+        total = 1 if self.mode == "sparse" else self.config.search.iterations + 1
+        stopped, complete = "finished", True
+        owns_evaluator = self._evaluator is None
+        self.evaluator = self._evaluator or InProcessEvaluator()
         if start < total:
-            self.mutator = self._mutator or (None if self.mode == "sparse" else self._build_mutator())
-            self._say(f"limen_jax: {self.task.name}, mode {self.mode}, {total} generations, run dir {self.rd.path}")
-        for it in range(start, total):
-            try:
-                self._iteration(it)
-            except BudgetExceeded as exc:
-                stopped = f"stopped at the LLM budget cap: {exc}"
-                self.rd.log("budget_stop", iteration=it, message=str(exc))
-                self._say(stopped)
-                break
-            except MutatorError as exc:
-                stopped = f"stopped: {type(exc).__name__}: {exc} (fix it, then --resume {self.rd.path})"
-                self.rd.log("mutator_stop", iteration=it, message=str(exc))
-                self._say(stopped)
-                break
-        result = RunResult(self.rd.path, self.config, self.store, self.archive, stopped)
+            self.mutator = None if self.mode == "sparse" else self._build_mutator()
+            self._say(f"limen_jax: {self.task.name}, mode {self.mode}, {total} generations, mutator "
+                      f"{self.mutator_name}, pipeline {'on' if self.pipeline else 'off'}, run dir {self.rd.path}")
+        else:
+            self.mutator_name = self.rd.read_json("state.json").get("usage", {}).get("mutator", self.mutator_name)
+        try:
+            it = start
+            current = self._prepare(it, self.pending) if it < total else None
+            while current is not None:
+                if current.stop is not None:
+                    raise current.stop
+                future = self._submit(current)
+                nxt = self._prepare(it + 1, None) if self.pipeline and it + 1 < total else None
+                batch = self._wait(future, it, len(current.trainable))
+                self._finish(it, current, batch, nxt)
+                it += 1
+                if it >= total:
+                    break
+                reason = self.strategy.done(self._view(it))
+                if reason:
+                    stopped = f"finished early: {reason}"
+                    break
+                current = nxt if nxt is not None else self._prepare(it, None)
+        except RunStop as stop:
+            complete = False
+            stopped = f"stopped ({stop.kind}): {stop} (fix it if needed, then --resume {self.rd.path})"
+            self.rd.log(f"{stop.kind}_stop", message=str(stop))
+            self._say(stopped)
+        finally:
+            if owns_evaluator:
+                self.evaluator.close()
+        result = RunResult(self.rd.path, self.config, self.store, self.archive, stopped, complete)
         self._write_outputs()
-        self.rd.log("run_end", stopped=stopped, best=getattr(result.best, "id", None))
+        self.rd.log("run_end", stopped=stopped, complete=complete, best=getattr(result.best, "id", None),
+                    usage=self.usage())
         return result
 
-    def _iteration(self, it: int) -> None:
-        rng = np.random.default_rng([self.config.seed, it])
-        island = it % self.config.archive.islands
+    def _view(self, it: int) -> SearchView:
+        from limen_jax.llm.prompts import budget_text
+
+        search = self.config.search
+        n = (search.initial or search.candidates) if it == 0 else search.candidates
+        return SearchView(self.archive, self.task, self.program_mode, it, n, self.config.prompt,
+                          budget_text(self.config.cascade.full_steps, search.seeds),
+                          int(self.config.checker.get("max_obs_dim", 512)))
+
+    def _prepare(self, it: int, proposals: list[Proposal] | None) -> Prepared:
+        """Propose batch ``it`` (unless restored), ask for it and check the answers."""
         if self.mode == "sparse":
-            children = [self._default_child(it)]
-        else:
-            search = self.config.search
-            n = (search.initial or search.candidates) if it == 0 else search.candidates
-            children = [c for c in (self._propose(it, k, island, rng) for k in range(n)) if c is not None]
-        self._train(it, children)
-        migrations = self.archive.maybe_migrate(it)
-        if migrations:
-            self.rd.log("migrate", iteration=it, moves=[dataclasses.asdict(m) for m in migrations])
-        self._checkpoint(it)
-        self._report(it)
-
-    def _propose(self, it: int, k: int, island: int, rng: np.random.Generator) -> tuple[Any, Any] | None:
-        """Ask the mutator for one child; validate it. Returns (record, interface) when
-        trainable; rejected children are recorded and logged, never raised."""
-        from limen_jax.archive import ProgramRecord, program_id
-        from limen_jax.llm import MutationRequest, MutatorError, build_prompt
-        from limen_jax.program import ProgramError, compile_interface
-
-        pid = program_id(it, k)
-        parent = None
-        if it > 0:
-            parent = self.pick_parent(self.archive, rng, island)
-        others = self.archive.inspirations(3, parent) if parent else []
-        prompt = build_prompt(
-            self.task, self.program_mode, rng, parent=parent,
-            top=self.store.top_k(3) if parent else [], diverse=others,
-            failures=self.store.recent_failures(3),
+            return Prepared(it, [], [self._default_child(it)], start=time.time(), end=time.time())
+        if proposals is None:
+            proposals = self.strategy.propose(self._view(it), np.random.default_rng([self.config.seed, it]))
+        return ask_and_check(
+            proposals, mutator=self.mutator, task=self.task, mode=self.program_mode, store=self.store,
+            concurrency=self.config.llm.concurrency, limits=self.limits, log=self.rd.log,
+            mutator_name=self.mutator_name,
         )
-        system, user = prompt.system, prompt.user
-        request = MutationRequest(
-            system=system, user=user, task_name=self.task.name, mode=self.program_mode,  # type: ignore[arg-type]
-            parent=parent, others=others, rng_seed=int(rng.integers(2**31 - 1)),
-        )
-        self.rd.log("prompt", id=pid, iteration=it, island=island, parent=getattr(parent, "id", None),
-                    system=system, user=user)
-        record = ProgramRecord(id=pid, code="", iteration=it, island=island,
-                               parent_ids=[parent.id] if parent else [])
-        assert self.mutator is not None
-        try:
-            response = self.mutator.propose(request)
-        except MutatorError:  # budget cap, replay miss, missing key: stop (resumable)
-            raise
-        except Exception as exc:  # any other mutator failure costs one candidate, not the run
-            record.error = {"stage": "mutator", "message": f"{type(exc).__name__}: {exc}", "trace": ""}
-            self._record(record)
-            return None
-        self.spend += float(getattr(response, "cost_usd", 0.0) or 0.0)
-        record.metadata = {
-            "mutator": getattr(self.mutator, "name", "custom"), "model": response.model,
-            "input_tokens": response.input_tokens, "output_tokens": response.output_tokens,
-            "cost_usd": response.cost_usd, "cached": response.cached,
-        }
-        self.rd.log("response", id=pid, text=response.text, **record.metadata)
-        if response.error:
-            record.error = {"stage": "mutator", "message": response.error, "trace": ""}
-            self._record(record)
-            return None
-        try:
-            iface = compile_interface(response.text, self.task, mode=self.program_mode, name=pid)
-        except ProgramError as exc:
-            record.code = getattr(exc, "source", None) or response.text
-            record.error = exc.to_dict()
-            self._record(record)
-            return None
-        record.code, record.obs_dim, record.reward_ast_size = iface.source, iface.obs_dim, iface.reward_ast_size
-        self.rd.write_program(pid, iface.source)
-        self.rd.log("program", id=pid, obs_dim=iface.obs_dim, reward_ast_size=iface.reward_ast_size)
-        return record, iface
 
-    def _default_child(self, it: int) -> tuple[Any, Any]:
+    def _default_child(self, it: int) -> Child:
         from limen_jax.archive import ProgramRecord, program_id
         from limen_jax.interface import default_interface
 
@@ -187,46 +255,87 @@ class Loop:
         record = ProgramRecord(id=program_id(it, 0), code="# the task's default observation and sparse reward\n",
                                iteration=it, obs_dim=iface.obs_dim, reward_ast_size=0,
                                metadata={"mutator": "none (sparse baseline)"})
-        return record, iface
+        return Child(None, record, iface)
 
-    def _train(self, it: int, children: list[tuple[Any, Any]]) -> None:
-        """Train the valid children of one iteration together; a batch failure falls back
-        to training each child alone so one bad candidate cannot sink the others."""
-        from limen_jax.rl import run_cascade
-
+    def _submit(self, prepared: Prepared) -> cf.Future[EvalBatch] | None:
+        children = prepared.trainable
+        for child in children:
+            r = child.record
+            self.rd.write_program(r.id, r.code)
+            self.rd.log("program", id=r.id, obs_dim=r.obs_dim, reward_ast_size=r.reward_ast_size)
         if not children:
-            return
+            return None
         c = self.config.cascade
         seeds = [self.config.seed * 1000 + s for s in range(self.config.search.seeds)]
-        ifaces = [iface for _, iface in children]
         short = c.short_steps if c.short_steps > 0 else c.full_steps  # 0: no cascade, one stage
-        kwargs = dict(config=self.ppo, short_steps=short, full_steps=c.full_steps,
-                      seeds=seeds, threshold=c.threshold)
-        t = time.time()
-        results: list[Any]
-        try:
-            results = list(run_cascade(self.task, ifaces, **kwargs))
-        except Exception as exc:
-            self.rd.log("batch_error", iteration=it, message=f"{type(exc).__name__}: {exc}")
-            results = []
-            for iface in ifaces:
-                try:
-                    results.extend(run_cascade(self.task, [iface], **kwargs))
-                except Exception as one_exc:
-                    results.append(one_exc)
-        wall = time.time() - t
-        for (record, _), res in zip(children, results):
-            if isinstance(res, Exception):
-                record.error = {"stage": "train", "message": f"{type(res).__name__}: {res}", "trace": ""}
-            else:
-                record.stage = res.stage
-                record.success_per_seed = [float(x) for x in res.success_per_seed]
-                record.success = float(np.mean(record.success_per_seed))
-                record.final_return = float(res.final_return)
-                record.curves = {k: [float(x) for x in v] for k, v in res.curves.items()}
-                record.feedback = dict(res.feedback)
-            record.metadata["train_wall_s"] = round(wall / len(children), 2)
-            self._record(record)
+        job = EvalJob(self.task, [ch.interface for ch in children], seeds, Budget(short, c.full_steps, c.threshold),
+                      self.ppo)
+        return self.evaluator.submit(job)
+
+    def _wait(self, future: cf.Future[EvalBatch] | None, it: int, n: int) -> EvalBatch:
+        """The batch's results; a live line of elapsed time while it trains."""
+        if future is None:
+            return EvalBatch([], None, 0.0)
+        t, live = time.time(), self.verbose and sys.stdout.isatty()
+        while True:
+            try:
+                batch = future.result(timeout=_BAR_EVERY_S)
+                break
+            except cf.TimeoutError:
+                if live:
+                    print(f"\r  [iter {it}] training {n} candidate(s) ... {time.time() - t:.0f}s", end="", flush=True)
+            except Exception as exc:  # the evaluator itself broke: not any candidate's fault
+                raise RunStop("engine", f"the evaluator failed: {describe(exc)}") from exc
+        if live:
+            print("\r" + " " * 60 + "\r", end="", flush=True)
+        return batch
+
+    def _finish(self, it: int, prepared: Prepared, batch: EvalBatch, nxt: Prepared | None) -> None:
+        """Score the children, stop on an engine fault, record, tell, checkpoint, report."""
+        trainable = prepared.trainable
+        if batch.batch_error:
+            self.rd.log("batch_error", iteration=it, message=batch.batch_error)
+        errors = [r if isinstance(r, BaseException) else None for r in batch.results]
+        engine = next((e for e in errors if e is not None and is_engine_error(e)), None)
+        same = systematic(errors)
+        if engine is not None or same is not None:
+            raise RunStop("engine", f"training failed in the engine: {describe(engine) if engine else same}")
+        compile_s = eval_s = 0.0
+        split = False  # whether the trainer reported its compile / evaluate split
+        for child, res in zip(trainable, batch.results):
+            record = child.record
+            if isinstance(res, BaseException):
+                record.error = {"stage": "train", "message": describe(res), "trace": "", "blame": "program"}
+                continue
+            # the trainer's own phase split, where its results carry one
+            split = split or hasattr(res, "compile_s")
+            compile_s += float(getattr(res, "compile_s", 0.0) or 0.0)
+            eval_s += float(getattr(res, "eval_s", 0.0) or 0.0)
+            why = diverged(res)
+            if why:
+                record.error = {"stage": "train", "message": why, "trace": "", "blame": "program", "kind": "diverged"}
+                continue
+            _score(record, res)
+        now = time.time()
+        timing = {
+            "llm_s": round(prepared.llm_s, 2), "check_s": round(prepared.check_s, 2),
+            "train_s": round(batch.wall_s, 2), "compile_s": round(compile_s, 2) if split else None,
+            "eval_s": round(eval_s, 2) if split else None,
+            "llm_wait_s": round(max(0.0, prepared.end - max(prepared.start, self._last_train_end)), 2),
+            "wall_s": round(now - self._last_iter_end, 2),
+        }
+        # the LLM wait of the next batch counts from when this one stopped training
+        self._last_train_end, self._last_iter_end = (batch.finished_at if trainable else now), now
+        for child in prepared.children:
+            child.record.metadata["train_wall_s"] = round(batch.wall_s / max(1, len(trainable)), 2)
+            self._record(child.record)
+        if prepared.proposals:
+            outcomes = [Outcome(c.proposal, c.record) for c in prepared.children if c.proposal is not None]
+            for event in self.strategy.tell(self._view(it), outcomes):
+                self.rd.log(event.pop("event"), iteration=it, **event)
+        self.rd.log("iteration", iteration=it, **timing)
+        self._checkpoint(it, nxt.proposals if nxt is not None and nxt.proposals else None)
+        self._report(it, timing)
 
     # --- bookkeeping ------------------------------------------------------------------
     def _record(self, record: Any) -> None:
@@ -236,8 +345,14 @@ class Loop:
             self.rd.write_program(record.id, record.code)
         self.rd.log("score" if record.error is None else "reject", elite=elite, **_brief(record))
 
-    def _checkpoint(self, it: int) -> None:
-        self.rd.write_json("state.json", {"iteration": it, "archive": self.archive.to_dict(), "spend_usd": self.spend})
+    def _checkpoint(self, it: int, pending: list[Proposal] | None) -> None:
+        usage = self.usage()
+        self.rd.write_json("state.json", {
+            "iteration": it, "archive": self.archive.to_dict(), "strategy": self.strategy.to_dict(),
+            "pending": [p.to_dict() for p in pending] if pending else None,
+            "spend_usd": self.spend, "usage": usage,
+        })
+        self.rd.write_json("usage.json", usage)
         self._write_outputs()
 
     def _write_outputs(self) -> None:
@@ -260,7 +375,7 @@ class Loop:
             spec = self.archive.config.grid
             plot_archive(self.archive.heatmap(), spec.obs_labels(), spec.ast_labels(), self.rd.path / "archive.png")
 
-    def _report(self, it: int) -> None:
+    def _report(self, it: int, timing: dict[str, Any]) -> None:
         recs = [r for r in self.store if r.iteration == it]
         scored = [r for r in recs if r.success is not None]
         best = self.store.best()
@@ -272,6 +387,11 @@ class Loop:
             parts.append("success " + " ".join(f"{r.success:.2f}" for r in scored))
         parts.append(f"best {best.success:.2f} ({best.id})" if best else "best -")
         parts.append(f"spend ${self.spend:.2f}")
+        phases = (f"llm {timing['llm_s']:.1f}s (waited {timing['llm_wait_s']:.1f}s), "
+                  f"check {timing['check_s']:.1f}s, train {timing['train_s']:.1f}s")
+        if timing["compile_s"] is not None:
+            phases += f" (compile {timing['compile_s']:.1f}s, evaluate {timing['eval_s'] or 0.0:.1f}s)"
+        parts.append(phases)
         parts.append(f"{time.time() - self.t0:.0f}s")
         self._say(" | ".join(parts))
         for r in recs:
@@ -281,6 +401,24 @@ class Loop:
     def _say(self, text: str) -> None:
         if self.verbose:
             print(text, flush=True)
+
+
+def _score(record: Any, res: Any) -> None:
+    from limen_jax.llm.feedback import training_feedback
+
+    record.stage = res.stage
+    record.success_per_seed = [float(x) for x in res.success_per_seed]
+    record.success = float(np.mean(record.success_per_seed))
+    record.final_return = float(res.final_return)
+    record.curves = {k: [float(x) for x in v] for k, v in res.curves.items()}
+    # one feedback implementation: what is stored (and logged) is what the prompts show
+    record.feedback = training_feedback(record) or {}
+
+
+def _pid() -> int:
+    import os
+
+    return os.getpid()
 
 
 def _brief(record: Any) -> dict[str, Any]:

@@ -68,8 +68,10 @@ class ProgramRecord:
 
     @property
     def evaluated(self) -> bool:
-        """Trained to a score without error: eligible for the MAP-Elites grid."""
-        return self.error is None and self.success is not None and self.stage != "rejected"
+        """Trained at the full budget to a score without error: eligible for the grid, the
+        best-of lists and parent selection. A short-run score (one seed, a fraction of the
+        budget, stopped by the cascade) never competes with a multi-seed full-run mean."""
+        return self.error is None and self.success is not None and self.stage == "full"
 
     @property
     def failed(self) -> bool:

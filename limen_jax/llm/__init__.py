@@ -2,8 +2,11 @@
 
 - :mod:`limen_jax.llm.base`: the :class:`Mutator` protocol, request/response types, errors;
 - :mod:`limen_jax.llm.prompts`: prompt assembly from ``prompts/*.md``;
+- :mod:`limen_jax.llm.rules`: the checker's rules as the prompts state them (from the policy);
+- :mod:`limen_jax.llm.feedback`: the training feedback the prompts show (and the loop logs);
 - :mod:`limen_jax.llm.anthropic_client`: Claude through the official SDK (retries, cost, budget);
-- :mod:`limen_jax.llm.replay`: the JSONL response cache, replay and recording wrappers;
+- :mod:`limen_jax.llm.replay`: the JSONL response cache (the run's spend ledger too), replay
+  and recording wrappers;
 - :mod:`limen_jax.llm.offline`: catalog-driven edits with no network.
 
 The Anthropic SDK and the offline catalogs load only when their mutator is first used.

@@ -3,9 +3,12 @@
 What this adds to a bare SDK call:
 
 - retries we own (the SDK's are off, ``max_retries=0``) with exponential backoff, optional
-  jitter from a passed Generator, ``retry-after`` honoured, every retry logged and counted:
-  on 408/409/429/5xx (529 overloaded included), timeouts, dropped connections and
-  malformed response bodies;
+  jitter from a passed Generator, ``retry-after-ms`` / ``retry-after`` honoured, every
+  retry logged and counted: on 408/409/429/5xx (529 overloaded included), timeouts,
+  dropped connections and malformed replies (a body that is not JSON, an HTML page, a 200
+  without ``usage`` or with an empty content list);
+- a reply cut off at ``max_tokens`` is marked (``metadata["truncated"]``) so the loop can
+  tell the LLM its answer was cut, not that its program is wrong;
 - token and dollar accounting per call and in total (:class:`Usage`), from a per-family
   price table (:data:`PRICES_PER_MTOK`);
 - a budget cap: a call is refused with :class:`BudgetExceeded` *before* it is sent when its
@@ -90,6 +93,11 @@ class MissingAPIKey(MutatorError):
     """No API key was given and ``ANTHROPIC_API_KEY`` is not set."""
 
 
+class MalformedReply(Exception):
+    """HTTP 200, but not a usable message (no usage, no content, not a message at all).
+    Transient: retried like a 5xx."""
+
+
 class LLMRequestError(MutatorError):
     """The API refused the request (bad key, unknown model, invalid parameters).
 
@@ -148,12 +156,30 @@ class RetryPolicy:
 
 
 def _retry_after(err: Exception) -> float:
+    """Seconds the server asked us to wait: ``retry-after-ms`` (milliseconds) first, then
+    ``retry-after`` (seconds); 0 when neither is a number (an HTTP date: our own backoff)."""
     response = getattr(err, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    try:
-        return max(0.0, float(value)) if value is not None else 0.0
-    except ValueError:
-        return 0.0  # an HTTP date: fall back to our own backoff
+    if response is None:
+        return 0.0
+    for header, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+        value = response.headers.get(header)
+        try:
+            if value is not None:
+                return max(0.0, float(value) * scale)
+        except ValueError:
+            continue
+    return 0.0
+
+
+def _validated(message: Any) -> anthropic.types.Message:
+    """The message, or :class:`MalformedReply` when a 200 carried something unusable."""
+    if not isinstance(message, anthropic.types.Message):
+        raise MalformedReply(f"the reply is not a message ({type(message).__name__})")
+    if getattr(message, "usage", None) is None:
+        raise MalformedReply("the reply has no usage")
+    if not message.content:
+        raise MalformedReply("the reply has an empty content list")
+    return message
 
 
 def _is_transient(err: Exception) -> bool:
@@ -161,7 +187,9 @@ def _is_transient(err: Exception) -> bool:
         return err.status_code in _RETRY_STATUSES or err.status_code >= 500
     # timeouts and dropped connections; a body that is not valid JSON (a proxy's error page,
     # a truncated stream) is as transient as a 5xx
-    return isinstance(err, anthropic.APIConnectionError | anthropic.APIResponseValidationError | json.JSONDecodeError)
+    return isinstance(
+        err, anthropic.APIConnectionError | anthropic.APIResponseValidationError | json.JSONDecodeError | MalformedReply
+    )
 
 
 class AnthropicMutator:
@@ -291,7 +319,7 @@ class AnthropicMutator:
         last: Exception | None = None
         for attempt in range(self.retry.max_retries + 1):
             try:
-                message = self._create(request)
+                message = _validated(self._create(request))
             except Exception as err:  # classified below; anything unexpected propagates
                 if not _is_transient(err):
                     self._settle(reserved, 0.0)
@@ -360,6 +388,8 @@ class AnthropicMutator:
                 "cache_write_tokens": write,
                 "cache_read_tokens": read,
                 "blocks": [b.type for b in message.content],
+                "truncated": message.stop_reason == "max_tokens",
+                "max_tokens": self.max_tokens,
             },
         )
 
@@ -371,6 +401,8 @@ def _describe(err: Exception | None) -> str:
         return "timeout"
     if isinstance(err, json.JSONDecodeError):
         return "malformed response body"
+    if isinstance(err, MalformedReply):
+        return f"malformed reply: {err}"
     return type(err).__name__ if err is not None else "unknown"
 
 

@@ -14,13 +14,13 @@ that outlast the retries come back as a response with ``error`` set.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from limen_jax.archive.store import ProgramRecord
 
-Mode = Literal["full", "obs_only", "reward_only"]
-MODES: tuple[str, ...] = ("full", "obs_only", "reward_only")
+from limen_jax.modes import PROGRAM_MODES as MODES
+from limen_jax.modes import ProgramMode as Mode
 
 
 class MutatorError(Exception):

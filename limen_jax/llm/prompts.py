@@ -59,14 +59,15 @@ class TaskInfo(Protocol):
 
 @dataclasses.dataclass(frozen=True)
 class PromptConfig:
-    """section_prob: probability of keeping each available optional section.
+    """section_prob: probability of keeping each available optional section (1: all are
+        shown; lower it to sample sections at random, as the paper did).
     num_top / num_diverse / num_failures: at most this many programs per section.
     max_code_lines: code of other programs and failures is cut after this many lines
         (the parent is always shown whole). max_trace_lines: the last lines of an error
         trace that are kept. low_below / high_from: success thresholds of the guidance
         brackets (low: success < low_below; high: success >= high_from)."""
 
-    section_prob: float = 0.8
+    section_prob: float = 1.0
     num_top: int = 3
     num_diverse: int = 3
     num_failures: int = 3
@@ -197,6 +198,11 @@ def parent_feedback(parent: ProgramRecord) -> dict[str, str] | None:
 # --- prompts --------------------------------------------------------------------------------
 
 
+def budget_text(steps: int, seeds: int) -> str:
+    """The training budget as the prompts state it."""
+    return render("budget", steps=f"{steps:,}", seeds=str(seeds))
+
+
 def _check_mode(mode: str) -> tuple[str, ...]:
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
@@ -233,6 +239,8 @@ def build_prompt(
     diverse: Sequence[ProgramRecord] = (),
     failures: Sequence[ProgramRecord] = (),
     config: PromptConfig = PromptConfig(),
+    budget: str = "",
+    max_obs_dim: int = 512,
 ) -> Prompt:
     """The (system, user) prompt for one mutation.
 
@@ -243,7 +251,11 @@ def build_prompt(
     top, diverse: candidates for the "best programs" and "other cells" sections (the
         parent and duplicates are dropped; at most ``num_top`` / ``num_diverse`` shown).
     failures: recent failed records, newest first, shown with their error traces.
+    budget: the training-budget sentence (:func:`budget_text`); "" leaves it out.
+    max_obs_dim: the checker's observation limit, stated with its other rules.
     """
+    from limen_jax.llm.rules import checker_rules
+
     parts = _check_mode(mode)
     keep = rng.random(len(SECTIONS)) < config.section_prob
     order = rng.permutation(len(SECTIONS))
@@ -283,6 +295,8 @@ def build_prompt(
         "feedback": feedback_text,
         "functions": _functions(parts),
         "constraints": _constraints(parts),
+        "rules": checker_rules(max_obs_dim),
+        "budget": budget,
     }
     system = build_system(mode)
     if parent is None:

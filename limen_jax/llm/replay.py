@@ -12,6 +12,10 @@ recorded with one model replays under any configuration that builds the same pro
   otherwise.
 
 A line torn by ``kill -9`` is skipped with a warning when the file is read.
+
+The file is also the run's ledger (:class:`Ledger`): every fresh call is one line, so
+its dollars, tokens, retries and failures are summed from the file, and spend made in an
+iteration that never finished is still counted after a resume.
 """
 
 from __future__ import annotations
@@ -45,6 +49,33 @@ def cache_key(system: str, user: str, sample: str) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+@dataclasses.dataclass
+class Ledger:
+    """What the calls recorded in a cache cost: fresh calls only (a replayed or cached
+    answer costs nothing again). calls: answers received; failed_calls: calls that gave
+    up (``error`` set); retries: attempts beyond the first, summed."""
+
+    calls: int = 0
+    failed_calls: int = 0
+    retries: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, response: MutationResponse) -> None:
+        if response.cached:
+            return
+        self.calls += response.error is None
+        self.failed_calls += response.error is not None
+        self.retries += int(response.retries)
+        self.input_tokens += int(response.input_tokens)
+        self.output_tokens += int(response.output_tokens)
+        self.cost_usd += float(response.cost_usd)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "cost_usd": round(self.cost_usd, 6)}
+
+
 class ResponseCache:
     """Responses by key, backed by an append-only JSONL file (created on first write).
 
@@ -58,6 +89,7 @@ class ResponseCache:
         self._asked: Counter[tuple[str, int]] = Counter()
         self._lock = threading.Lock()
         self.skipped_lines = 0
+        self.ledger = Ledger()
         if self.path.exists():
             self._load()
 
@@ -68,10 +100,13 @@ class ResponseCache:
                     continue
                 try:
                     entry = json.loads(line)
-                    self._entries[entry["key"]] = MutationResponse.from_dict(entry["response"])
+                    response = MutationResponse.from_dict(entry["response"])
                 except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
                     self.skipped_lines += 1
                     log.warning("%s:%d: skipping unreadable cache line (%s)", self.path, number, err)
+                    continue
+                self._entries[entry["key"]] = response
+                self.ledger.add(response)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -116,6 +151,7 @@ class ResponseCache:
                 f.flush()
                 os.fsync(f.fileno())
             self._entries[key] = response
+            self.ledger.add(response)
 
 
 def _as_cache(cache: ResponseCache | str | os.PathLike[str]) -> ResponseCache:
@@ -126,8 +162,10 @@ class CachingMutator:
     """Wraps a live mutator: answers from the cache when it can, records every new answer.
 
     A cached answer comes back with ``cached=True`` and ``cost_usd=0`` (nothing is paid
-    again). A cached *error* is not reused: the call is made again and the new answer
-    supersedes it.
+    again; the first answer's cost stays in the cache's :class:`Ledger`). A cached *error*
+    is not reused: the call is made again and the new answer supersedes it. An unexpected
+    exception from the inner mutator (anything but a :class:`MutatorError`) is recorded
+    as an error answer, so that a replay meets the same failure instead of a CacheMiss.
     """
 
     def __init__(self, inner: Mutator, cache: ResponseCache | str | os.PathLike[str]) -> None:
@@ -144,7 +182,13 @@ class CachingMutator:
             self.hits += 1
             return dataclasses.replace(hit, cached=True, cost_usd=0.0)
         self.misses += 1
-        response = self.inner.propose(request)  # BudgetExceeded propagates: nothing to record
+        try:
+            response = self.inner.propose(request)
+        except MutatorError:  # BudgetExceeded, a refused request: nothing was answered
+            raise
+        except Exception as exc:  # a crash in the client: an answer-less call, on record
+            response = MutationResponse(text="", error=f"{type(exc).__name__}: {exc}",
+                                        metadata={"exception": type(exc).__name__})
         self.cache.put(key, sample, request, response)
         return response
 

@@ -1,43 +1,28 @@
-"""Search strategies: how the loop picks the parent of the next candidate.
+"""Search strategies and the seams the loop drives them through.
 
-- ``map_elites`` (LIMEN): 70 % fitness-proportional over the whole archive, 30 % uniform
-  within the candidate's island (the archive's own selection).
-- ``greedy`` (Eureka-style): always mutate the best program found so far.
-- ``independent`` (the paper's independent-sampling baseline): every candidate is
-  written from scratch, with no parent and no archive feedback.
+- :mod:`limen_jax.search.base`: :class:`Strategy` (propose a batch from a read-only
+  :class:`SearchView`, be told its :class:`Outcome` s), :class:`Proposal`;
+- :mod:`limen_jax.search.strategies`: ``map_elites``, ``greedy``, ``independent``;
+- :mod:`limen_jax.search.evaluator`: :class:`Evaluator` (submit a batch of interfaces,
+  get a future of per-candidate results), the in-process batched cascade by default;
+- :mod:`limen_jax.search.faults`: whose fault a failure is, and what stops a run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from limen_jax.search.base import Outcome, Proposal, SearchView, Strategy, blamed_on_program, make_proposal
+from limen_jax.search.strategies import STRATEGIES, Greedy, Independent, MapElites, make_strategy
 
-import numpy as np
-
-ParentPicker = Callable[[Any, np.random.Generator, int], Any]
-
-
-def _map_elites(archive: Any, rng: np.random.Generator, island: int) -> Any:
-    return archive.select_parent(rng, island)
-
-
-def _greedy(archive: Any, rng: np.random.Generator, island: int) -> Any:
-    return archive.store.best()
-
-
-def _independent(archive: Any, rng: np.random.Generator, island: int) -> Any:
-    return None
-
-
-STRATEGIES: dict[str, ParentPicker] = {
-    "map_elites": _map_elites,
-    "greedy": _greedy,
-    "independent": _independent,
-}
-
-
-def parent_picker(name: str) -> ParentPicker:
-    try:
-        return STRATEGIES[name]
-    except KeyError:
-        raise ValueError(f"unknown search strategy {name!r}; expected one of {sorted(STRATEGIES)}") from None
+__all__ = [
+    "STRATEGIES",
+    "Greedy",
+    "Independent",
+    "MapElites",
+    "Outcome",
+    "Proposal",
+    "SearchView",
+    "Strategy",
+    "blamed_on_program",
+    "make_proposal",
+    "make_strategy",
+]

@@ -9,7 +9,7 @@ from limen_jax.config import EvolveConfig
 from limen_jax.plots import best_so_far
 
 
-def fake_run(root, name, mode, scores, spend=0.0):
+def fake_run(root, name, mode, scores, spend=0.0, usage=None):
     """A run directory as the loop leaves it: scores[i] lists iteration i's successes (None = rejected)."""
     run = root / name
     run.mkdir()
@@ -20,7 +20,7 @@ def fake_run(root, name, mode, scores, spend=0.0):
          "success_per_seed": [] if s is None else [s - 0.01, s + 0.01]}
         for it, row in enumerate(scores) for c, s in enumerate(row)
     ]  # fmt: skip
-    state = {"iteration": len(scores) - 1, "archive": {"programs": records}, "spend_usd": spend}
+    state = {"iteration": len(scores) - 1, "archive": {"programs": records}, "spend_usd": spend, "usage": usage}
     (run / "state.json").write_text(json.dumps(state))
     return run
 
@@ -33,15 +33,18 @@ def test_best_so_far_counts_rejected_as_no_score():
 
 
 def test_compare_prints_one_row_per_run_and_plots(tmp_path, capsys):
-    full = fake_run(tmp_path, "full", "full", [[0.05, None], [0.4, 0.3], [0.9]], spend=1.234)
+    usage = {"calls": 5, "failed_calls": 1, "retries": 3, "input_tokens": 12000, "output_tokens": 3400,
+             "cost_usd": 1.234, "mutator": "anthropic"}
+    full = fake_run(tmp_path, "full", "full", [[0.05, None], [0.4, 0.3], [0.9]], spend=1.234, usage=usage)
     sparse = fake_run(tmp_path, "sparse", "sparse", [[0.004]])
     out_png = tmp_path / "cmp.png"
     assert main([str(full), str(sparse), "--plot", str(out_png)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("| run | task | mode")
     row_full, row_sparse = lines[2], lines[3]
-    assert "| full | xland_hard | full | map_elites | auto | 1,000,000 x 2 | 5 | 1 | 0.050 |" in row_full
-    assert "**0.900** (0.89, 0.91) | $1.23 |" in row_full
+    # the mutator that ran, not the config's "auto"; calls, failures, retries and tokens
+    assert "| full | xland_hard | full | map_elites | anthropic | 1,000,000 x 2 | 5 | 1 | 0.050 |" in row_full
+    assert "**0.900** (0.89, 0.91) | 5 (1 failed, 3 retries) | 12,000 / 3,400 | $1.23 |" in row_full
     assert "| sparse | xland_hard | sparse | map_elites | - |" in row_sparse and "**0.004**" in row_sparse
     assert out_png.stat().st_size > 0
 

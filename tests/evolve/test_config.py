@@ -53,3 +53,20 @@ def test_cli_flags_override_the_preset():
     assert cfg.llm.mutator == "offline" and cfg.cascade.full_steps == 1234 and cfg.seed == 9
     replay = config_from_args(_parser().parse_args(["--replay-from", "runs/x"]))
     assert replay.llm.mutator == "replay" and replay.llm.replay_from == "runs/x"
+
+
+def test_ppo_and_checker_overrides_are_checked_when_the_config_is_built():
+    import pytest
+
+    from limen_jax.config import EvolveConfig
+
+    base = EvolveConfig.preset_for("xland_easy").to_dict()
+    with pytest.raises(ValueError, match=r"ppo: unknown PPOConfig fields \['learning_rat'\]"):
+        EvolveConfig.from_dict({**base, "ppo": {"learning_rat": 1e-3}})
+    with pytest.raises(ValueError, match=r"checker: unknown Limits fields \['max_obs'\]"):
+        EvolveConfig.from_dict({**base, "checker": {"max_obs": 4}})
+    cfg = EvolveConfig.from_dict({**base, "checker": {"max_obs_dim": 4}, "prompt": {"num_failures": 1},
+                                  "archive": {"num_islands": 2, "grid": {"ast_bin_width": 10}}})
+    assert cfg.checker == {"max_obs_dim": 4} and cfg.prompt.num_failures == 1
+    assert cfg.archive.num_islands == 2 and cfg.archive.grid.ast_bin_width == 10
+    assert EvolveConfig.from_dict(cfg.to_dict()) == cfg

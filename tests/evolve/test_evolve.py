@@ -23,7 +23,7 @@ TINY_PPO = {"num_envs": 32, "rollout_len": 8, "epochs": 2, "minibatches": 2, "ev
 TOY = {
     "search": {"iterations": 1, "candidates": 2, "seeds": 2},
     "cascade": {"short_steps": 512, "full_steps": 2048, "threshold": 0.0},
-    "archive": {"islands": 2, "migration_interval": 1},
+    "archive": {"num_islands": 2, "migration_interval": 1},
     "llm": {"mutator": "offline"},
     "ppo": TINY_PPO,
 }
@@ -167,7 +167,9 @@ def test_broken_answers_and_crashing_training_never_stop_the_run(tmp_path, monke
         return real(task, interfaces, **kw)
 
     monkeypatch.setattr(rl, "run_cascade", flaky)
-    cfg = toy_config(search={"iterations": 1, "candidates": 6, "seeds": 1}, cascade={"short_steps": 0})
+    # BrokenMutator answers by call order: one call in flight at a time keeps that order
+    cfg = toy_config(search={"iterations": 1, "candidates": 6, "seeds": 1}, cascade={"short_steps": 0},
+                     llm={"concurrency": 1})
     run = lj.evolve("toy_corridor", cfg,
                     run_dir=tmp_path / "broken", mutator=BrokenMutator(GOOD), verbose=False)
     assert run.stopped == "finished"
@@ -203,6 +205,8 @@ def test_xland_easy_cli_end_to_end(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0
     assert "[iter 1/1]" in out and "best" in out and str(run_dir) in out
+    # phase times of every iteration
+    assert out.count("waited") == 2 and "check " in out and "train " in out
     for name in ("best_interface.py", "progress.png", "archive.png", "events.jsonl", "state.json"):
         assert (run_dir / name).exists(), name
     assert main(["--task", "no_such_task"]) == 2

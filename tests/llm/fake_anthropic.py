@@ -12,6 +12,7 @@ import dataclasses
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -25,6 +26,8 @@ class Reply:
     output_tokens: int = 200
     stop_reason: str = "end_turn"
     content: list[dict[str, Any]] | None = None  # overrides text when given
+    usage: bool = True  # False: a 200 without the "usage" field
+    delay: float = 0.0  # seconds before answering (a model's latency)
 
 
 @dataclasses.dataclass
@@ -51,12 +54,20 @@ class Malformed:
     body: bytes = b'{"id": "msg_1", "type": "message", "content": [ {"type": "te'
 
 
-Behaviour = Reply | Status | Slow | Malformed
+@dataclasses.dataclass
+class Raw:
+    """HTTP 200 with any body and content type (a proxy's HTML error page)."""
+
+    body: bytes = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+    content_type: str = "text/html"
+
+
+Behaviour = Reply | Status | Slow | Malformed | Raw
 
 
 def message_json(reply: Reply, model: str) -> dict[str, Any]:
     content = reply.content if reply.content is not None else [{"type": "text", "text": reply.text}]
-    return {
+    message = {
         "id": "msg_fake",
         "type": "message",
         "role": "assistant",
@@ -66,13 +77,26 @@ def message_json(reply: Reply, model: str) -> dict[str, Any]:
         "stop_sequence": None,
         "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
     }
+    if not reply.usage:
+        del message["usage"]
+    return message
 
 
 class FakeAnthropic:
     """Usage: ``with FakeAnthropic([Status(429), Reply("hi")]) as fake: ... fake.url ...``"""
 
-    def __init__(self, script: list[Behaviour] | None = None) -> None:
+    def __init__(
+        self,
+        script: list[Behaviour] | None = None,
+        default: Behaviour | None = None,
+        responder: Callable[[dict[str, Any]], Behaviour] | None = None,
+    ) -> None:
+        """script: behaviours for the next POSTs, in order; default: the behaviour once the
+        script is used up (None: HTTP 500 "script_exhausted"); responder: computes the
+        behaviour from the request's JSON body instead (a fake model that writes programs)."""
         self.script: collections.deque[Behaviour] = collections.deque(script or [])
+        self.default = default
+        self.responder = responder
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         fake = self
@@ -88,15 +112,20 @@ class FakeAnthropic:
                     fake.requests.append(
                         {"path": self.path, "headers": dict(self.headers), "body": json.loads(raw or b"{}")}
                     )
-                    behaviour = fake.script.popleft() if fake.script else Status(500, "script_exhausted")
-                model = fake.requests[-1]["body"].get("model", "unknown")
+                    fallback = fake.default or Status(500, "script_exhausted")
+                    behaviour = fake.script.popleft() if fake.script else fallback
+                    body = fake.requests[-1]["body"]
+                if fake.responder is not None:
+                    behaviour = fake.responder(body)
+                model = body.get("model", "unknown")
                 # the client may have given up (timeout): expected for Slow
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self._act(behaviour, model)
 
-            def _send(self, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+            def _send(self, code: int, body: bytes, headers: dict[str, str] | None = None,
+                      content_type: str = "application/json") -> None:
                 self.send_response(code)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", content_type)
                 self.send_header("content-length", str(len(body)))
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
@@ -107,7 +136,11 @@ class FakeAnthropic:
                 if isinstance(behaviour, Slow):
                     time.sleep(behaviour.delay)
                     behaviour = behaviour.then
-                if isinstance(behaviour, Reply):
+                if isinstance(behaviour, Reply) and behaviour.delay:
+                    time.sleep(behaviour.delay)
+                if isinstance(behaviour, Raw):
+                    self._send(200, behaviour.body, content_type=behaviour.content_type)
+                elif isinstance(behaviour, Reply):
                     self._send(200, json.dumps(message_json(behaviour, model)).encode())
                 elif isinstance(behaviour, Status):
                     message = f"fake {behaviour.code}"

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 import pytest
-from fake_anthropic import FakeAnthropic, Malformed, Reply, Slow, Status
+from fake_anthropic import FakeAnthropic, Malformed, Raw, Reply, Slow, Status
 
 from limen_jax.llm import BudgetExceeded, CacheMiss, MutationRequest, ReplayMutator
 from limen_jax.llm.anthropic_client import (
@@ -263,3 +263,37 @@ def test_retries_and_the_temperature_fallback_are_logged(delays, caplog):
         mutator(fake, delays).propose(request())
     assert "does not accept a sampling temperature" in caplog.text  # DEFAULT_MODEL is Sonnet 5.x
     assert "anthropic call failed (HTTP 503), retry 1/3 in 0.01s" in caplog.text
+
+
+@pytest.mark.parametrize("bad", [Reply("no usage", usage=False), Reply(content=[]), Raw()],
+                         ids=["no-usage", "empty-content", "html-page"])
+def test_unusable_200_replies_are_retried_like_transient_failures(delays, bad):
+    with FakeAnthropic([bad, Reply("```python\nx = 1\n```")]) as fake:
+        m = mutator(fake, delays)
+        r = m.propose(request())
+    assert fake.posts == 2 and r.error is None and r.retries == 1 and r.text == "```python\nx = 1\n```"
+    assert m.usage.retries == 1 and len(delays) == 1
+
+
+def test_unusable_replies_that_outlast_the_retries_are_recorded_and_replayed(tmp_path, delays):
+    cache = tmp_path / "llm_cache.jsonl"
+    with FakeAnthropic([], default=Reply(content=[])) as fake:
+        live = anthropic_with_cache(cache, api_key="test-key", base_url=fake.url, timeout=0.5, retry=POLICY,
+                                    sleep=delays.append)
+        r = live.propose(request())
+    assert fake.posts == POLICY.max_retries + 1 and r.error and "empty content" in r.error
+    replayed = ReplayMutator(cache).propose(request())  # no CacheMiss: the failure is on record
+    assert replayed.error == r.error and replayed.cached
+
+
+def test_retry_after_ms_is_honoured(delays):
+    with FakeAnthropic([Status(429, headers={"retry-after-ms": "750"}), Reply()]) as fake:
+        m = mutator(fake, delays, retry=RetryPolicy(max_retries=2, base_delay=0.001, max_delay=5.0, jitter=0.0))
+        m.propose(request())
+    assert delays == [pytest.approx(0.75)]
+
+
+def test_a_reply_cut_at_max_tokens_is_marked_truncated(delays):
+    with FakeAnthropic([Reply("```python\ndef get_obs", stop_reason="max_tokens")]) as fake:
+        r = mutator(fake, delays, max_tokens=64).propose(request())
+    assert r.metadata["truncated"] is True and r.metadata["max_tokens"] == 64

@@ -68,3 +68,17 @@ def test_gaps_in_curves_are_skipped():
     )
     r = ProgramRecord("p", "", curves={"success": [nan, nan], "return": [nan, 1.0, 2.0]})
     assert training_feedback(r)["trend"] == "return rose from 1 to 2 (peak 2)"
+
+
+def test_a_success_curve_of_early_short_episodes_is_not_described_as_the_success():
+    # every episode that ended during training was a (short) success, but the policy
+    # succeeds in 21 % of evaluation episodes: "stayed at 1" would be a lie
+    r = ProgramRecord("p", "", success=0.21, success_per_seed=[0.2, 0.22], stage="full",
+                      curves={"success": [1.0] * 20, "return": [float(i) for i in range(20)]})
+    fb = training_feedback(r)
+    assert "stayed at 1" not in fb["trend"] and "evaluation success 0.21" in fb["trend"]
+    assert "overstates" in fb["trend"] and fb["trend"].endswith("return rose from 0.5 to 18.5 (peak 19)")
+    # a curve that agrees with the evaluation is described as before
+    ok = ProgramRecord("q", "", success=0.9, success_per_seed=[0.9], stage="full",
+                       curves={"success": [0.1 * i for i in range(10)] + [0.9] * 10})
+    assert training_feedback(ok)["trend"].startswith("success rose from 0.05 to 0.9 (peak 0.9)")

@@ -87,7 +87,7 @@ def test_system_prompt_per_mode():
     full, obs, rew = build_system("full"), build_system("obs_only"), build_system("reward_only")
     assert "1. get_observation(state)\n2. compute_reward(state, action, next_state)" in full
     assert "Observation design:" in full and "Reward design:" in full
-    assert "Only `import jax` and `import jax.numpy as jnp` are allowed." in full
+    assert "the checker enforces exactly those" in full
     assert "Do not write compute_reward" in obs and "Reward design:" not in obs and "Observation design:" in obs
     assert "Do not write get_observation" in rew and "Observation design:" not in rew and "Reward design:" in rew
     with pytest.raises(ValueError, match="unknown mode"):
@@ -205,3 +205,28 @@ def test_long_programs_are_cut_but_the_parent_is_not():
     p = evolve(parent=parent, top=[other], config=PromptConfig(section_prob=1.0, max_code_lines=10))
     assert "# ... (290 more lines cut)" in p.user
     assert long_code in p.user  # the parent, whole
+
+
+def test_prompts_state_the_checkers_rules_from_the_policy_and_the_budget():
+    from limen_jax.llm.prompts import budget_text
+    from limen_jax.program.names import ALLOWED_MODULES, FORBIDDEN_NAMES
+
+    prompt = build_prompt(FakeTask(), "full", np.random.default_rng(0), budget=budget_text(150_000, 2))
+    for module in ALLOWED_MODULES:
+        assert f"`{module}`" in prompt.user
+    for name in ("open", "getattr", "eval"):
+        assert name in FORBIDDEN_NAMES and f"`{name}`" in prompt.user
+    assert "class definitions" in prompt.user and "`try`/`except`" in prompt.user
+    assert "150,000 environment steps per seed on 2 seed(s)" in prompt.user
+    assert "Only jax and jax.numpy imports" not in prompt.user  # the old, wrong rule (math is allowed)
+
+
+def test_sections_are_not_dropped_at_random_by_default():
+    parent = ProgramRecord("p", "def f(): pass", success=0.5, success_per_seed=[0.5], stage="full",
+                           obs_dim=3, reward_ast_size=4, curves={"success": [0.1, 0.3, 0.5, 0.5]})
+    top = [ProgramRecord(f"t{i}", "x = 1", success=0.6, stage="full", obs_dim=3, reward_ast_size=4) for i in range(2)]
+    fail = [ProgramRecord("f", "x = 1", error={"stage": "policy", "message": "no"})]
+    for seed in range(20):
+        prompt = build_prompt(FakeTask(), "full", np.random.default_rng(seed), parent=parent, top=top[:1],
+                              diverse=top[1:], failures=fail)
+        assert sorted(prompt.sections) == sorted(SECTIONS)

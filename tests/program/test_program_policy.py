@@ -86,7 +86,8 @@ def test_harmless_habits_are_normalised_away() -> None:
 def test_reference_interfaces_pass_the_policy(task: str) -> None:
     source = interfaces.path(task).read_text()
     tree = check_policy(source)
-    assert 20 <= reward_ast_size(tree) <= 400
+    # the size counts the helpers compute_reward calls (issue 12): 421, 875, 956 nodes
+    assert 20 <= reward_ast_size(tree) <= 1200
 
 
 def test_reference_interface_path_helper() -> None:
