@@ -53,7 +53,8 @@ DOOR_LOCKED=8, DOOR_CLOSED=9, DOOR_OPEN=10, HEX=11, STAR=12.
 Colour ids: EMPTY=0, RED=1, GREEN=2, BLUE=3, PURPLE=4, YELLOW=5, GREY=6, BLACK=7,
 ORANGE=8, WHITE=9, BROWN=10, PINK=11. Floor cells are (1, 7) (black floor).
 Direction vectors (dy, dx): up (-1, 0), right (0, 1), down (1, 0), left (0, -1).
-The cell in front of the agent is `position + DIRECTIONS[direction]`.
+The cell in front of the agent is `position` plus the vector of `direction`: a program
+builds that table itself, e.g. `jnp.array([[-1, 0], [0, 1], [1, 0], [0, -1]])[direction]`.
 
 ### Actions (`action`, int32 scalar)
 0 FORWARD (move into the front cell if walkable), 1 TURN_RIGHT, 2 TURN_LEFT,

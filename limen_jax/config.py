@@ -86,7 +86,7 @@ class LLMConfig:
 
 @dataclasses.dataclass(frozen=True)
 class EvolveConfig:
-    task: str = "xland_easy"
+    task: str = ""  # a registered task name; preset_for and evolve() set it
     seed: int = 0
     preset: str = "cpu"
     search: SearchConfig = SearchConfig()

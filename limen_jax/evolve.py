@@ -152,7 +152,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m limen_jax.evolve",
         description="Discover an RL interface (observation + reward programs) for a task.",
     )
-    p.add_argument("--task", default="xland_easy", help="registered task name (python -m limen_jax.tasks)")
+    p.add_argument("--task", help="registered task name, family:name or module:Class (python -m limen_jax.tasks)")
     p.add_argument("--preset", choices=["cpu", "paper"], default="cpu", help="budgets (default: cpu)")
     p.add_argument("--iterations", type=int, help="iterations after the first generation")
     p.add_argument("--candidates", type=int, help="children per iteration, trained together")
@@ -207,7 +207,13 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
     if args.config:
         over = _deep_merge(over, json.loads(Path(args.config).read_text()))
     over = _deep_merge(over, _overrides(args))
-    base = EvolveConfig.preset_for(args.task, args.preset).to_dict()
+    task = args.task
+    if not task and args.replay_from:  # a replay runs the recorded run's task
+        recorded = Path(args.replay_from) / "config.json"
+        task = json.loads(recorded.read_text()).get("task") if recorded.exists() else None
+    if not task:
+        raise ValueError("--task is required (or --resume RUN_DIR); python -m limen_jax.tasks lists them")
+    base = EvolveConfig.preset_for(task, args.preset).to_dict()
     return from_dict(EvolveConfig, _deep_merge(base, over))
 
 
@@ -219,12 +225,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from limen_jax.task import registered_tasks
 
-            if args.task not in registered_tasks() and ":" not in args.task:
-                print(f"error: unknown task {args.task!r}; registered: {', '.join(registered_tasks())}",
+            config = config_from_args(args)
+            if config.task not in registered_tasks() and ":" not in config.task:
+                print(f"error: unknown task {config.task!r}; registered: {', '.join(registered_tasks())}",
                       file=sys.stderr)
                 return 2
-            config = config_from_args(args)
-            result = evolve(args.task, config, run_dir=args.run_dir)
+            result = evolve(config.task, config, run_dir=args.run_dir)
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

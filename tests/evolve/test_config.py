@@ -51,8 +51,18 @@ def test_cli_flags_override_the_preset():
     assert (cfg.search.iterations, cfg.search.candidates, cfg.search.seeds) == (7, 3, 5)
     assert cfg.search.mode == "reward_only" and cfg.search.strategy == "greedy"
     assert cfg.llm.mutator == "offline" and cfg.cascade.full_steps == 1234 and cfg.seed == 9
-    replay = config_from_args(_parser().parse_args(["--replay-from", "runs/x"]))
+    replay = config_from_args(_parser().parse_args(["--task", "xland_easy", "--replay-from", "runs/x"]))
     assert replay.llm.mutator == "replay" and replay.llm.replay_from == "runs/x"
+
+
+def test_the_task_is_required_unless_a_replayed_run_names_it(tmp_path):
+    import pytest
+
+    with pytest.raises(ValueError, match="--task is required"):
+        config_from_args(_parser().parse_args([]))
+    (tmp_path / "config.json").write_text('{"task": "xland_medium"}')
+    replay = config_from_args(_parser().parse_args(["--replay-from", str(tmp_path)]))
+    assert replay.task == "xland_medium" and replay.cascade.full_steps == 250_000
 
 
 def test_ppo_and_checker_overrides_are_checked_when_the_config_is_built():
