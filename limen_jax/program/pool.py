@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import os
 import shutil
 import signal
@@ -52,9 +53,21 @@ class Verdict:
 
 
 def task_spec(task: Task) -> dict[str, Any]:
-    """How a worker rebuilds ``task``: its class as "module:qualname" and its parameters."""
+    """How a worker rebuilds ``task``: its class as "module:qualname" when that names it,
+    else its task name (adapter families make their classes at run time), and its parameters."""
     cls = type(task)
-    return {"factory": f"{cls.__module__}:{cls.__qualname__}", "params": dict(task.params)}
+    return {"factory": _class_ref(cls) or task.name, "params": dict(task.params)}
+
+
+def _class_ref(cls: type) -> str | None:
+    """"module:qualname" if importing it gives back ``cls``, else None."""
+    try:
+        found: Any = importlib.import_module(cls.__module__)
+        for part in cls.__qualname__.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError):
+        return None
+    return f"{cls.__module__}:{cls.__qualname__}" if found is cls else None
 
 
 def request(
