@@ -78,19 +78,20 @@ def test_batched_equals_training_each_candidate_alone(runs):
         layers = mixed["params"]["params"]
         for layer, p in layers.items():
             kernel, alone_kernel = p["kernel"][k], one["params"]["params"][layer]["kernel"][0]
-            if layer in ("actor_0", "critic_0"):
-                kernel = kernel[:, :dim]
-            np.testing.assert_allclose(kernel, alone_kernel, rtol=1e-4, atol=1e-5, err_msg=layer)
-        np.testing.assert_allclose(mixed["mean"][k][:, :dim], one["mean"][0], rtol=1e-5, atol=1e-6)
+            if layer in ("actor_0", "critic_0"):  # each padded to its own width bucket
+                kernel, alone_kernel = kernel[:, :dim], alone_kernel[:, :dim]
+            np.testing.assert_allclose(kernel, alone_kernel, rtol=1e-3, atol=1e-4, err_msg=layer)
+        np.testing.assert_allclose(mixed["mean"][k][:, :dim], one["mean"][0][:, :dim], rtol=1e-5, atol=1e-6)
 
 
 def test_padded_features_never_reach_the_network(runs):
-    # obs7 sits padded to 300 next to obs300: its input rows past 7 stay exactly 0 and
-    # its normalisation statistics there stay exactly (0, 1)
+    # obs7 sits padded to 384 (the width bucket of 300) next to obs300: its input rows
+    # past 7 stay exactly 0 and its normalisation statistics there stay exactly (0, 1)
     mixed = runs["mixed"]
     for layer in ("actor_0", "critic_0"):
         kernel = mixed["params"]["params"][layer]["kernel"]
-        assert kernel.shape[-2] == 300
+        assert kernel.shape[-2] == 384
+        assert np.abs(kernel[1, :, 300:]).max() == 0.0
         assert np.abs(kernel[0, :, 7:]).max() == 0.0
         assert np.abs(kernel[1, :, 7:]).max() > 0.0
     assert np.abs(mixed["mean"][0, :, 7:]).max() == 0.0
