@@ -74,7 +74,7 @@ class BatchResult:
             and _span(sc[-tail - 1 :]) < 0.02
             and (r_range <= 1e-8 or _span(rc[-tail - 1 :]) < 0.05 * r_range)
         )
-        return {
+        out: dict[str, Any] = {
             "name": self.names[k],
             "success_mean": float(success.mean()),
             "success_per_seed": [round(float(x), 4) for x in success],
@@ -86,6 +86,10 @@ class BatchResult:
             "plateau": plateau,
             "steps": int(self.steps),
         }
+        if self.diverged_at is not None and (self.diverged_at[k] >= 0).any():
+            # the program's fault, for the prompt: its values went non-finite
+            out["diverged_at_update"] = int(self.diverged_at[k][self.diverged_at[k] >= 0].min())
+        return out
 
     def summary(self) -> str:
         lines = []

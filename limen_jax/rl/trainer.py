@@ -60,12 +60,15 @@ def bucket_width(dim: int) -> int:
 
 
 # One Core per (task, config, width, sharding): its compiled functions serve every
-# batch of programs of those shapes in this process. The task is held, so its id stays.
-_CORES: dict[tuple[int, PPOConfig, int, bool], Core] = {}
+# batch of programs of those shapes in this process. A task is known by its class, name,
+# horizon and parameters (what ``Task.with_params`` changes).
+_CORES: dict[tuple[Any, ...], Core] = {}
 
 
 def shared_core(task: Task, config: PPOConfig, width: int, sharded: bool) -> Core:
-    key = (id(task), config, int(width), bool(sharded))
+    ident = (type(task).__module__, type(task).__qualname__, task.name, int(task.episode_length),
+             tuple(sorted((k, repr(v)) for k, v in dict(task.params).items())))  # fmt: skip
+    key = (ident, config, int(width), bool(sharded))
     if key not in _CORES:
         _CORES[key] = Core(task, config, width)
     return _CORES[key]
