@@ -112,6 +112,8 @@ def main() -> None:
     warm.evaluate(state, jax.random.key(0))
     print(f"first batch (program-independent part cold): compile {warm.compile_s:.1f} s "
           f"(kernel {warm.kernel_compile_s:.1f} s), {time.perf_counter() - t:.1f} s wall", flush=True)  # fmt: skip
+    parts = ", ".join(f"{k} {v:.1f}" for k, v in warm.core.compile_times.items())
+    print(f"  program-independent functions, compile s: {parts}", flush=True)
 
     t0 = time.perf_counter()
     cands = family_with(task, args.candidates, salt)

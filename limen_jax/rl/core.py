@@ -115,6 +115,7 @@ class Core:
         template = jax.eval_shape(lambda k: self.net.init(k, self.width), jax.random.key(0))
         self.flat = FlatTree(template)
         self._compiled: dict[Any, Any] = {}
+        self.compile_times: dict[str, float] = {}  # name -> seconds compiling it (all shapes)
 
     # --- compiled entry points ----------------------------------------------------------
 
@@ -128,7 +129,9 @@ class Core:
         start = time.perf_counter()
         exe = jax.jit(wrap(fn, len(args)) if wrap is not None else fn, donate_argnums=donate).lower(*args).compile()
         self._compiled[sig] = exe
-        return exe, time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        self.compile_times[name] = self.compile_times.get(name, 0.0) + seconds
+        return exe, seconds
 
     # --- initial state ------------------------------------------------------------------
 
