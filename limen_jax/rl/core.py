@@ -167,12 +167,9 @@ class Core:
         )
 
     def reset_tasks(self, keys: jax.Array) -> TaskState:
-        """keys [K, S, B] -> task states [K, S, B] (φ comes from the kernel)."""
+        """keys [K, S, B] -> task states [K, S, B] (φ comes from the kernel). Compiled once
+        for B = num_envs and shared by the rollout's resets and evaluation's starts."""
         return vmap_lead(self.task.reset, keys.ndim)(keys)
-
-    def fresh_tasks(self, key: jax.Array) -> TaskState:
-        """key [K, S] -> N fresh task states per slot (reset_pool = 0: every step)."""
-        return self.reset_tasks(slots(lambda k: jax.random.split(k, self.config.num_envs))(key))
 
     @property
     def eval_envs(self) -> int:
@@ -195,16 +192,20 @@ class Core:
 
     # --- one update: begin, (act, kernel, settle) x T, update ---------------------------
 
-    def begin(self, ts: TrainState) -> tuple[jax.Array, jax.Array, jax.Array, list[TaskState]]:
-        """Split the slots' keys and draw the update's fresh start states, as chunks of N
-        task states [K, S, N] for the kernel to observe (reset_pool chunks, or one)."""
+    def begin(self, ts: TrainState) -> tuple[jax.Array, jax.Array, jax.Array, list[jax.Array]]:
+        """Split the slots' keys; the keys of the update's fresh start states come as
+        chunks of N (key[K, S, N]; reset_pool chunks, or one), each reset by
+        :meth:`reset_tasks` and observed by the kernel (the same shapes as every step's)."""
         cfg, N = self.config, self.config.num_envs
         keys = slots(lambda k: jax.random.split(k, 4))(ts.key)
-        key, k_pool, k_roll, k_ppo = (keys[:, :, i] for i in range(4))
+        key, k_roll, k_ppo, k_pool = (keys[:, :, i] for i in range(4))
         chunks = max(cfg.reset_pool, 1)
-        tasks = self.reset_tasks(slots(lambda k: jax.random.split(k, chunks * N))(k_pool))
-        split = [jax.tree.map(lambda x, i=i: x[:, :, i * N : (i + 1) * N], tasks) for i in range(chunks)]
-        return key, k_roll, k_ppo, split
+        reset_keys = slots(lambda k: jax.random.split(k, chunks * N))(k_pool)
+        return key, k_roll, k_ppo, [reset_keys[:, :, i * N : (i + 1) * N] for i in range(chunks)]
+
+    def split_envs(self, key: jax.Array) -> jax.Array:
+        """key [K, S] -> N keys per slot, [K, S, N] (reset_pool = 0: a reset every step)."""
+        return slots(lambda k: jax.random.split(k, self.config.num_envs))(key)
 
     def start(
         self, ts: TrainState, key: jax.Array, k_roll: jax.Array, k_ppo: jax.Array,

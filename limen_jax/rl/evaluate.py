@@ -36,13 +36,13 @@ class EvalCarry(struct.PyTreeNode):
     key: jax.Array
 
 
-def eval_begin(core: Core, state: TrainState, key: jax.Array) -> tuple[TaskState, jax.Array]:
-    """key [K, S] (one key, broadcast) -> the episodes' start task states [K, S, M] and
-    the acting keys [K, S]."""
+def eval_begin(core: Core, state: TrainState, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """key [K, S] (one key, broadcast) -> the keys of the episodes' start states [K, S, M]
+    (for :meth:`Core.reset_tasks`) and the acting keys [K, S]."""
     slot_keys = slots(jax.random.fold_in)(key, state.seed)
     ks = slots(lambda k: jax.random.split(k, 2))(slot_keys)
     k_reset, k_act = ks[:, :, 0], ks[:, :, 1]
-    return core.reset_tasks(slots(lambda k: jax.random.split(k, core.eval_envs))(k_reset)), k_act
+    return slots(lambda k: jax.random.split(k, core.eval_envs))(k_reset), k_act
 
 
 def eval_init(core: Core, tasks: TaskState, obs: jax.Array, k_act: jax.Array) -> EvalCarry:

@@ -196,7 +196,8 @@ class BatchTrainer:
     def update(self, ts: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
         """One PPO update of every slot: begin, T x (act, kernel, settle), update."""
         core, cfg = self.core, self.config
-        key, k_roll, k_ppo, tasks = self._call("begin", core.begin, (), ts)
+        key, k_roll, k_ppo, reset_keys = self._call("begin", core.begin, (), ts)
+        tasks = [self._call("reset", core.reset_tasks, (), k) for k in reset_keys]
         obs = [self._observe(t) for t in tasks]
         ts, ro = self._call("start", core.start, (), ts, key, k_roll, k_ppo, tasks, obs)
         greedy = jnp.zeros(ts.update.shape, bool)
@@ -207,12 +208,13 @@ class BatchTrainer:
             reward, next_obs = self.kernel(ro.env.task.sim, acted.action, acted.next_task.sim, True)
             fresh_task, fresh_obs = None, None
             if cfg.reset_pool == 0:
-                fresh_task = self._call("fresh_tasks", core.fresh_tasks, (), acted.k_reset)
+                keys = self._call("split_envs", core.split_envs, (), acted.k_reset)
+                fresh_task = self._call("reset", core.reset_tasks, (), keys)
                 fresh_obs = self._observe(fresh_task)
             ro, record = self._call("settle", core.settle, (), ts, ro, acted, reward, next_obs, fresh_task,
                                     fresh_obs)  # fmt: skip
             records.append(record)
-        return self._call("update", core.update, (0, 1), ts, ro, records)
+        return self._call("update", core.update, (0,), ts, ro, records)
 
     def params_tree(self, state: TrainState) -> PyTree:
         """The parameters as the network's pytree, leaves [K, S, ...]."""
@@ -228,7 +230,8 @@ class BatchTrainer:
         """(success rate, mean episode return under R), each float32 (K, S)."""
         core, E = self.core, self.config.eval_episodes
         keys = jnp.broadcast_to(key, state.update.shape)
-        tasks, k_act = self._call("eval_begin", functools.partial(eval_begin, core), (), state, keys)
+        reset_keys, k_act = self._call("eval_begin", functools.partial(eval_begin, core), (), state, keys)
+        tasks = self._call("reset", core.reset_tasks, (), reset_keys)
         if core.eval_envs == self.config.num_envs:
             obs = self._observe(tasks)
         else:  # more evaluation episodes than envs: the kernel compiles for that shape too
