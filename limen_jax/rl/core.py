@@ -198,7 +198,7 @@ class Core:
         :meth:`reset_tasks` and observed by the kernel (the same shapes as every step's)."""
         cfg, N = self.config, self.config.num_envs
         keys = slots(lambda k: jax.random.split(k, 4))(ts.key)
-        key, k_roll, k_ppo, k_pool = (keys[:, :, i] for i in range(4))
+        key, k_pool, k_roll, k_ppo = (keys[:, :, i] for i in range(4))
         chunks = max(cfg.reset_pool, 1)
         reset_keys = slots(lambda k: jax.random.split(k, chunks * N))(k_pool)
         return key, k_roll, k_ppo, [reset_keys[:, :, i * N : (i + 1) * N] for i in range(chunks)]

@@ -214,7 +214,7 @@ class BatchTrainer:
             ro, record = self._call("settle", core.settle, (), ts, ro, acted, reward, next_obs, fresh_task,
                                     fresh_obs)  # fmt: skip
             records.append(record)
-        return self._call("update", core.update, (0,), ts, ro, records)
+        return self._call("update", core.update, (), ts, ro, records)
 
     def params_tree(self, state: TrainState) -> PyTree:
         """The parameters as the network's pytree, leaves [K, S, ...]."""

@@ -219,5 +219,5 @@ def test_non_finite_reward_freezes_only_its_slot_and_reports_the_update():
     loss = bad.curves_per_seed["policy_loss"]
     assert np.isfinite(loss[:, :2]).all() and np.isnan(loss[:, 2:]).all()
     assert np.isfinite(good.curves_per_seed["policy_loss"]).all()  # its batch-mate trains on
-    assert np.isfinite(bad.success) and np.isfinite(bad.final_return)  # its parameters stayed finite
+    assert np.isfinite(bad.success)  # its parameters stayed finite (its evaluation return may be NaN: R is)
     assert bad.feedback["diverged_at_update"] == 2 and "diverged_at_update" not in good.feedback
