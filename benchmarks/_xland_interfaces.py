@@ -105,3 +105,13 @@ def family(task: Task, k: int) -> list[Interface]:
 def evolved_size(task: Task) -> Interface:
     """About 150 features (17 + 81 + 49), the size evolved programs tend to reach."""
     return candidate(task, ("compact", "pos", "view"), 0.1, 0.0, name="evolved_size_147")
+
+
+def family_with(task: Task, k: int, salt: float) -> list[Interface]:
+    """``family`` with every reward weight shifted by ``salt``: programs no compilation
+    cache has seen when ``salt`` is new."""
+    out = []
+    for i in range(k):
+        blocks, shaping, cost = _FAMILY[i % len(_FAMILY)]
+        out.append(candidate(task, blocks, shaping + salt + 0.01 * (i // len(_FAMILY)), cost + abs(salt)))
+    return out

@@ -1,8 +1,9 @@
-"""JAX's persistent compilation cache, on by default for everything limen_jax compiles.
+"""JAX's persistent compilation cache, switched on by what limen_jax compiles (the
+trainer, the checker, the CLIs through them), never by importing the package.
 
-On a CPU a batch of programs compiles for longer than it trains, and MJX tasks take a
-minute to compile their sampler; the cache makes a repeated compile (the same program,
-task and shapes in a later process) a lookup.
+The trainer's program-independent part (task, networks, PPO, evaluation) compiles once
+per shape and MJX tasks take a minute to compile their sampler; the cache makes such a
+repeated compile (the same code and shapes in a later process) a lookup.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@
 
 Modules: config (PPOConfig, presets), networks (MLP / GRU actor-critics), normalize,
 losses (compute_gae, ppo_loss), env (the interface-injecting auto-reset wrapper),
-trainer (BatchTrainer, train_batch), evaluate, cascade (run_cascade), result.
+core (the program-independent pure functions: init, begin, act, settle), update (GAE,
+PPO, statistics, freezing), kernel (the per-batch φ and R), trainer (BatchTrainer,
+train_batch: the host loop), evaluate, cascade (run_cascade), result.
 """
 
 from __future__ import annotations

@@ -52,6 +52,7 @@ class CascadeResult:
     curves_per_seed: dict[str, np.ndarray]
     steps: int
     feedback: dict[str, Any]
+    diverged_at: int | None = None
 
 
 def run_cascade(
@@ -90,6 +91,7 @@ def run_cascade(
     stage1 = BatchResult(
         names=first.names, seeds=seed_list[:1], success=success1, final_return=returns1, curves=curves1,
         steps=short_u * config.steps_per_update, wall_s=time.perf_counter() - t0, compile_s=first.compile_s,
+        diverged_at=np.asarray(state1.diverged_at), kernel_compile_s=first.kernel_compile_s,
     )  # fmt: skip
 
     results: list[CascadeResult | None] = [None] * len(interfaces)
@@ -115,6 +117,7 @@ def run_cascade(
         stage2 = BatchResult(
             names=second.names, seeds=seed_list, success=success2, final_return=returns2, curves=curves,
             steps=full_u * config.steps_per_update, wall_s=time.perf_counter() - t1, compile_s=second.compile_s,
+            diverged_at=np.asarray(state2.diverged_at), kernel_compile_s=second.kernel_compile_s,
         )  # fmt: skip
         for j, k in enumerate(survivors):
             results[k] = _result(stage2, j, "full", True, float(success1[k, 0]))
@@ -135,7 +138,15 @@ def _result(batch: BatchResult, k: int, stage: str, passed: bool, short_success:
         curves_per_seed=per_seed,
         steps=batch.steps,
         feedback=batch.feedback(k),
+        diverged_at=_first_divergence(batch.diverged_at, k),
     )
+
+
+def _first_divergence(diverged_at: np.ndarray | None, k: int) -> int | None:
+    if diverged_at is None:
+        return None
+    hit = diverged_at[k][diverged_at[k] >= 0]
+    return int(hit.min()) if hit.size else None
 
 
 def _nanmean(c: np.ndarray) -> np.ndarray:

@@ -6,23 +6,26 @@ from the policy (what the paper measures; ``config.eval_deterministic`` takes th
 instead). A slot's score is the fraction of its episodes whose ``TaskState.success``
 holds when the episode ends. Episodes derive from ``fold_in(key, seed)``, so every
 candidate trained with the same seed is judged on the same start states.
+
+The policy acts through :meth:`Core.act`, the very compiled step the rollout uses, and
+the programs through the batch's kernel; these pure functions only start the episodes
+and keep the score (the host loop is :meth:`BatchTrainer.evaluate_full`).
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
-from limen_jax.rl.env import EnvState, vmap_lead
+from limen_jax.rl.core import Acted, Core, TrainState, slots
+from limen_jax.rl.env import EnvState
+from limen_jax.task import TaskState
 
-if TYPE_CHECKING:
-    from limen_jax.rl.trainer import BatchTrainer, TrainState
 
+class EvalCarry(struct.PyTreeNode):
+    """Leaves [K, S, M] (M = ``Core.eval_envs``); key [K, S]."""
 
-class _EvalCarry(struct.PyTreeNode):
     env: EnvState
     carry: jax.Array
     prev_action: jax.Array
@@ -33,19 +36,23 @@ class _EvalCarry(struct.PyTreeNode):
     key: jax.Array
 
 
-def evaluate_slots(trainer: BatchTrainer, state: TrainState, key: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """(success rate, mean episode return under R): float32[K, S]. Pure; jit it."""
-    cfg, net, env = trainer.config, trainer.net, trainer.env
-    slots = lambda f: vmap_lead(f, 2)  # noqa: E731
-    E = cfg.eval_episodes
-    slot_keys = slots(lambda s: jax.random.fold_in(key, s))(state.seed)
-    k_reset, k_act = (x[:, :, 0] for x in jnp.split(slots(lambda k: jax.random.split(k, 2))(slot_keys), 2, axis=2))
-    start = env.reset(slots(lambda k: jax.random.split(k, E))(k_reset))
-    shape = start.t.shape
-    c0 = _EvalCarry(
-        env=start,
-        carry=jnp.zeros(shape + (net.carry_dim,), jnp.float32),
-        prev_action=net.dummy_action(shape),
+def eval_begin(core: Core, state: TrainState, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """key [K, S] (one key, broadcast) -> the keys of the episodes' start states [K, S, M]
+    (for :meth:`Core.reset_tasks`) and the acting keys [K, S]."""
+    slot_keys = slots(jax.random.fold_in)(key, state.seed)
+    ks = slots(lambda k: jax.random.split(k, 2))(slot_keys)
+    k_reset, k_act = ks[:, :, 0], ks[:, :, 1]
+    return slots(lambda k: jax.random.split(k, core.eval_envs))(k_reset), k_act
+
+
+def eval_init(core: Core, tasks: TaskState, obs: jax.Array, k_act: jax.Array) -> EvalCarry:
+    """The start states with their observations (from the kernel)."""
+    shape = obs.shape[:-1]
+    zeros = jnp.zeros(shape, jnp.int32)
+    return EvalCarry(
+        env=EnvState(tasks, obs, zeros, zeros.astype(jnp.float32)),
+        carry=jnp.zeros(shape + (core.net.carry_dim,), jnp.float32),
+        prev_action=core.net.dummy_action(shape),
         prev_reward=jnp.zeros(shape, jnp.float32),
         alive=jnp.ones(shape, bool),
         success=jnp.zeros(shape, bool),
@@ -53,26 +60,19 @@ def evaluate_slots(trainer: BatchTrainer, state: TrainState, key: jax.Array) -> 
         key=k_act,
     )
 
-    def body(c: _EvalCarry, _: None) -> tuple[_EvalCarry, None]:
-        ks = slots(lambda k: jax.random.split(k, 2))(c.key)
-        key, k = ks[:, :, 0], ks[:, :, 1]
-        obs = trainer._normalize(state.obs_stats, c.env.obs)
-        carry, dist, _ = slots(trainer._step)(state.params, c.carry, obs, c.prev_action, c.prev_reward, c.env.t == 0)
-        raw = net.dist.mode(dist) if cfg.eval_deterministic else slots(net.dist.sample)(k, dist)
-        action = net.dist.to_env(raw)
-        # no reset: one episode per environment; finished ones are masked out
-        nxt, info, _ = env.step(c.env, action, lambda end: (c.env, None))
-        ended = c.alive & info.episode_end
-        return _EvalCarry(
-            env=nxt,
-            carry=carry,
-            prev_action=action,
-            prev_reward=info.reward,
-            alive=c.alive & ~info.episode_end,
-            success=jnp.where(ended, info.episode_success, c.success),
-            returns=jnp.where(ended, info.episode_return, c.returns),
-            key=key,
-        ), None
 
-    c, _ = jax.lax.scan(body, c0, None, length=env.horizon)
-    return c.success.astype(jnp.float32).mean(-1), c.returns.mean(-1)
+def eval_settle(core: Core, c: EvalCarry, acted: Acted, reward: jax.Array, next_obs: jax.Array) -> EvalCarry:
+    """Record the step; no reset: one episode per environment, finished ones masked out."""
+    env, info = core.step_env(c.env, acted, reward, next_obs)
+    end = info["end"]
+    ended = c.alive & end
+    return EvalCarry(
+        env=env,
+        carry=acted.carry,
+        prev_action=acted.action,
+        prev_reward=reward,
+        alive=c.alive & ~end,
+        success=jnp.where(ended, info["ep_success"], c.success),
+        returns=jnp.where(ended, info["ep_return"], c.returns),
+        key=acted.key,
+    )

@@ -133,6 +133,18 @@ def orthogonal(scale: float = 1.0, iterations: int = 80) -> Callable[..., jax.Ar
     return init
 
 
+def _polar(x: jax.Array, iterations: int = 80) -> jax.Array:
+    """The polar factor of ``x`` (float32[R, C]) by Newton-Schulz; zero rows stay zero."""
+    x = x / jnp.linalg.norm(x)
+
+    def step(_: int, x: jax.Array) -> jax.Array:
+        if x.shape[0] >= x.shape[1]:
+            return 1.5 * x - 0.5 * x @ (x.T @ x)
+        return 1.5 * x - 0.5 * (x @ x.T) @ x
+
+    return jax.lax.fori_loop(0, iterations, step, x)
+
+
 def _dense(features: int, scale: float, name: str) -> nn.Dense:
     return nn.Dense(features, kernel_init=orthogonal(scale), name=name)
 
@@ -164,9 +176,7 @@ class _ScannedGRU(nn.Module):
 
     hidden: int
 
-    @functools.partial(
-        nn.scan, variable_broadcast="params", split_rngs={"params": False}, in_axes=0, out_axes=0
-    )
+    @functools.partial(nn.scan, variable_broadcast="params", split_rngs={"params": False}, in_axes=0, out_axes=0)
     @nn.compact
     def __call__(self, carry: jax.Array, xs: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
         inputs, first = xs
@@ -269,6 +279,28 @@ class ActorCritic:
         act = self.dummy_action((1, 1))
         return self.module.init(key, self.initial_carry(1), obs, act, jnp.zeros((1, 1)), first)
 
+    def init_padded(self, key: jax.Array, width: int, obs_dim: jax.Array) -> PyTree:
+        """Parameters for a candidate of ``obs_dim`` features padded to ``width`` inputs.
+
+        ``obs_dim`` (int32[]) is a traced value, so one compiled program initialises any
+        batch of candidates of that width: the compiled code never depends on the programs.
+        The input layers' kernels are orthogonal over the first ``obs_dim`` rows and exactly
+        0 past them; row i is drawn from ``fold_in(key, i)``, so the values do not depend
+        on ``width`` and a candidate starts the same in any batch.
+        """
+        params = self.init(key, width)
+        inner = dict(params["params"])
+        rows = jnp.arange(width)
+        for i, name in enumerate(self.input_layers):
+            layer = dict(inner[name])
+            features = layer["kernel"].shape[1]
+            k = jax.random.fold_in(key, 7919 + i)
+            x = jax.vmap(lambda r, k=k, f=features: jax.random.normal(jax.random.fold_in(k, r), (f,)))(rows)
+            x = jnp.where((rows < obs_dim)[:, None], x, 0.0)
+            layer["kernel"] = np.sqrt(2) * _polar(x)
+            inner[name] = layer
+        return {**params, "params": inner}
+
     def pad_inputs(self, params: PyTree, width: int) -> PyTree:
         """Zero-pad the input layers' kernels to ``width`` input features."""
         inner = dict(params["params"])
@@ -305,7 +337,5 @@ class ActorCritic:
         first: jax.Array,
     ) -> tuple[jax.Array, jax.Array, jax.Array]:
         """One step for a batch [B, ...] -> (carry, dist params [B, P], value [B])."""
-        carry, dist, value = self.sequence(
-            params, carry, obs[None], prev_action[None], prev_reward[None], first[None]
-        )
+        carry, dist, value = self.sequence(params, carry, obs[None], prev_action[None], prev_reward[None], first[None])
         return carry, dist[0], value[0]

@@ -22,7 +22,12 @@ class BatchResult:
         update's rollout, and the PPO statistics "policy_loss", "value_loss", "entropy",
         "approx_kl", "clip_frac", "episodes".
     steps: env steps per slot (per candidate per seed). wall_s: whole call, compile
-    included; compile_s: compilation alone.
+    included; compile_s: compilation alone, of which kernel_compile_s the programs' own
+    kernel (the rest is program-independent, compiled once per shape and then reused).
+    diverged_at: int32 (K, S), the first update whose observations, rewards or
+    parameters were not finite (the slot froze there), -1 where that never happened.
+    Curves add "pool_overflow": episode starts handed out twice in the update's rollout
+    because more episodes ended than the reset pool holds.
     """
 
     names: list[str]
@@ -33,6 +38,8 @@ class BatchResult:
     steps: int
     wall_s: float
     compile_s: float
+    diverged_at: np.ndarray | None = None
+    kernel_compile_s: float = 0.0
 
     @property
     def success_mean(self) -> np.ndarray:
@@ -67,7 +74,7 @@ class BatchResult:
             and _span(sc[-tail - 1 :]) < 0.02
             and (r_range <= 1e-8 or _span(rc[-tail - 1 :]) < 0.05 * r_range)
         )
-        return {
+        out: dict[str, Any] = {
             "name": self.names[k],
             "success_mean": float(success.mean()),
             "success_per_seed": [round(float(x), 4) for x in success],
@@ -79,6 +86,10 @@ class BatchResult:
             "plateau": plateau,
             "steps": int(self.steps),
         }
+        if self.diverged_at is not None and (self.diverged_at[k] >= 0).any():
+            # the program's fault, for the prompt: its values went non-finite
+            out["diverged_at_update"] = int(self.diverged_at[k][self.diverged_at[k] >= 0].min())
+        return out
 
     def summary(self) -> str:
         lines = []

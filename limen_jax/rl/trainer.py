@@ -1,22 +1,31 @@
-"""The batched PPO trainer: K candidate interfaces x S seeds in one compiled call.
+"""The batched PPO trainer: K candidate interfaces x S seeds, trained together.
 
 Layout is candidate-major: every leaf of :class:`TrainState` has leading axes [K, S].
 Networks, optimiser states and PPO updates are vmapped over (K, S); the environments
-step as one [K, S, N] batch; candidate k's φ and R touch only slice k (a static Python
-unroll inside the jitted function, :class:`~limen_jax.rl.env.BatchedInterface`).
-Observations are padded to the batch's widest ``obs_dim``; padded features are zeroed,
-kept out of the normalisation statistics, and meet zero rows of the input layers, so a
-candidate trains exactly as it would alone with the same seed.
+step as one [K, S, N] batch; candidate k's φ and R touch only slice k.
+Observations are padded to a width bucket at least the batch's widest ``obs_dim``;
+padded features are zeroed, kept out of the normalisation statistics, and meet zero
+rows of the input layers, so a candidate trains exactly as it would alone with the
+same seed.
+
+Compiling is split at the programs. The pure functions of :mod:`limen_jax.rl.core`
+(task step and reset, networks, PPO update, evaluation) never see a program: they are
+compiled once per (task, K, S, width bucket, config) and reused by every later batch,
+in this process and, through JAX's persistent cache, across processes. The K programs'
+φ and R form a small per-batch kernel (:mod:`limen_jax.rl.kernel`), the only compile a
+new batch pays. The host drives each update: begin, then per rollout step act ->
+kernel -> settle, then update (dispatch is asynchronous, so the host loop overlaps the
+device work).
 
 Slot (k, s) draws all its randomness from ``jax.random.key(seeds[s])`` (never from k),
-which is what makes a batched run match single runs. One compile per (batch shape,
-update count); the persistent compilation cache makes repeats cheap across processes.
-With several devices (GPUs, or ``--xla_force_host_platform_device_count`` on a CPU) the
-seed axis is sharded over them when S divides evenly (``shard_map``: no communication).
+which is what makes a batched run match single runs. With several devices (GPUs, or
+``--xla_force_host_platform_device_count`` on a CPU) the seed axis is sharded over them
+when S divides evenly (``shard_map``: no communication).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -24,79 +33,45 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
-from flax import struct
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from limen_jax.interface import Interface
 from limen_jax.rl.config import PPOConfig
-from limen_jax.rl.env import (
-    BatchedInterface,
-    EnvState,
-    InterfaceEnv,
-    ResetPool,
-    take_fresh,
-    tree_where,
-    vmap_lead,
-)
-from limen_jax.rl.losses import compute_gae
-from limen_jax.rl.networks import ActorCritic
-from limen_jax.rl.normalize import Moments, ObsStats, batch_moments, init_stats, normalize, update_stats
-from limen_jax.rl.ppo import Batch, FlatTree, ppo_update
+from limen_jax.rl.core import Core, TrainState
+from limen_jax.rl.env import BatchedInterface, vmap_lead
+from limen_jax.rl.evaluate import eval_begin, eval_init, eval_settle
+from limen_jax.rl.kernel import ProgramKernel
 from limen_jax.rl.result import BatchResult
+from limen_jax.rl.update import METRICS
 from limen_jax.task import Task
 from limen_jax.xla_cache import enable_compilation_cache
 
 PyTree = Any
 
-
-enable_compilation_cache()
-
-
-class TrainState(struct.PyTreeNode):
-    """Everything the trainer carries between updates; leaves lead with [K, S].
-
-    env, carry, prev_action, prev_reward: per environment, [K, S, N, ...].
-    update: int32, updates done by the slot. total_updates: int32, the slot's budget:
-    it is frozen once ``update`` reaches it, and learning-rate annealing runs over it.
-    seed: int32, the seed the slot's randomness derives from.
-    """
-
-    params: jax.Array  # float32[K, S, P]: the network parameters, flattened (FlatTree)
-    opt_state: PyTree
-    obs_stats: ObsStats
-    env: EnvState
-    carry: jax.Array
-    prev_action: jax.Array
-    prev_reward: jax.Array
-    key: jax.Array
-    update: jax.Array
-    total_updates: jax.Array
-    seed: jax.Array
+__all__ = ["METRICS", "BatchTrainer", "TrainState", "bucket_width", "train_batch"]
 
 
-class RolloutCarry(struct.PyTreeNode):
-    """The rollout scan's carry; leaves [K, S, ...] (pool None when reset_pool = 0)."""
-
-    env: EnvState
-    carry: jax.Array
-    prev_action: jax.Array
-    prev_reward: jax.Array
-    pool: ResetPool | None
-    key: jax.Array
+def bucket_width(dim: int) -> int:
+    """The padded observation width for a widest obs_dim of ``dim``: a multiple of 32 up
+    to 256, then of 128, so that batches of new programs mostly repeat a few shapes."""
+    dim = max(int(dim), 1)
+    step = 32 if dim <= 256 else 128
+    return -(-dim // step) * step
 
 
-METRICS = (
-    "return",
-    "success",
-    "episode_length",
-    "episodes",
-    "policy_loss",
-    "value_loss",
-    "entropy",
-    "approx_kl",
-    "clip_frac",
-)
+# One Core per (task, config, width, sharding): its compiled functions serve every
+# batch of programs of those shapes in this process. A task is known by its class, name,
+# horizon and parameters (what ``Task.with_params`` changes).
+_CORES: dict[tuple[Any, ...], Core] = {}
+
+
+def shared_core(task: Task, config: PPOConfig, width: int, sharded: bool) -> Core:
+    ident = (type(task).__module__, type(task).__qualname__, task.name, int(task.episode_length),
+             tuple(sorted((k, repr(v)) for k, v in dict(task.params).items())))  # fmt: skip
+    key = (ident, config, int(width), bool(sharded))
+    if key not in _CORES:
+        _CORES[key] = Core(task, config, width)
+    return _CORES[key]
 
 
 class BatchTrainer:
@@ -107,8 +82,10 @@ class BatchTrainer:
     >>> state, curves = trainer.run(state, num_updates=50)   # curves: name -> (K, S, 50)
     >>> success = trainer.evaluate(state, jax.random.key(0))  # (K, S)
 
-    ``width``: pad observations to this many features (default: the widest candidate);
-    the cascade keeps one width across stages so states can be carried over.
+    ``width``: pad observations to this many features (default: the bucket of the widest
+    candidate); the cascade keeps one width across stages so states can be carried over.
+    ``compile_s``: seconds this trainer spent compiling (kernel and any core function
+    not compiled before in this process).
     """
 
     def __init__(
@@ -121,32 +98,53 @@ class BatchTrainer:
         width: int | None = None,
         shard: bool = True,
     ) -> None:
+        enable_compilation_cache()
         self.task = task
         self.config = config
-        self.iface = BatchedInterface(interfaces, width)
-        self.env = InterfaceEnv(task, self.iface)
-        self.net = ActorCritic(config, task.action_space)
+        dims = [int(i.obs_dim) for i in interfaces]
+        self.iface = BatchedInterface(interfaces, width or bucket_width(max(dims, default=1)))
         self.num_candidates = len(self.iface)
         self.num_seeds = int(num_seeds)
         self.width = self.iface.width
-        self.optimizer = optax.chain(
-            optax.clip_by_global_norm(config.max_grad_norm), optax.scale_by_adam(eps=config.adam_eps)
-        )
-        # Parameters and Adam moments live as one flat vector per slot: the optimiser,
-        # the gradient clip and the freeze-select then compile to a handful of kernels
-        # instead of a few per parameter leaf (XLA's CPU compile time scales with those).
-        template = jax.eval_shape(lambda k: self.net.pad_inputs(self.net.init(k, 1), self.width), jax.random.key(0))
-        self.flat = FlatTree(template)
-        self.compile_s = 0.0
-        self._compiled: dict[tuple[str, int], Any] = {}
         devices = jax.devices()
         self.mesh: Mesh | None = None
         if shard and len(devices) > 1 and self.num_seeds % len(devices) == 0:
             self.mesh = Mesh(np.asarray(devices), ("seed",))
+        self.core = shared_core(task, config, self.width, self.mesh is not None)
+        self.net = self.core.net
+        self.kernel = ProgramKernel(self.iface, None if self.mesh is None else lambda f: self._shard(f, 4))
+        self.compile_s = 0.0
+        self._core_compile_s = 0.0
+        shape = (self.num_candidates, self.num_seeds, config.num_envs)
+        self._no_action = self.net.dist.to_env(self.net.dummy_action(shape))
 
     @property
     def names(self) -> list[str]:
         return [i.name for i in self.iface.interfaces]
+
+    @property
+    def kernel_compile_s(self) -> float:
+        """Seconds spent compiling the programs' kernel (the per-batch part)."""
+        return self.kernel.compile_s
+
+    def _shard(self, fn: Any, nargs: int) -> Any:
+        spec = PartitionSpec(None, "seed")
+        return jax.shard_map(fn, mesh=self.mesh, in_specs=(spec,) * nargs, out_specs=spec, check_vma=False)
+
+    def _call(self, name: str, fn: Any, donate: tuple[int, ...], *args: Any, shard: bool = True) -> Any:
+        wrap = self._shard if shard and self.mesh is not None else None
+        exe, seconds = self.core.compiled(name, fn, wrap, donate, *args)
+        self._core_compile_s += seconds
+        self.compile_s = self._core_compile_s + self.kernel.compile_s
+        if self.mesh is not None:  # e.g. zero-size leaves come back replicated
+            args = jax.device_put(args, exe.input_shardings[0])
+        return exe(*args)
+
+    def _observe(self, tasks: Any) -> jax.Array:
+        """φ of fresh task states [K, S, N] through the kernel (R skipped)."""
+        obs = self.kernel(tasks.sim, self._no_action, tasks.sim, False)[1]
+        self.compile_s = self._core_compile_s + self.kernel.compile_s
+        return obs
 
     # --- initial state ------------------------------------------------------------------
 
@@ -161,43 +159,10 @@ class BatchTrainer:
         seeds = [int(s) for s in seeds]
         if len(seeds) != self.num_seeds:
             raise ValueError(f"expected {self.num_seeds} seeds, got {len(seeds)}")
-        fn = self._compile("init", 0, lambda: jax.jit(self._init), jnp.asarray(seeds, jnp.int32))
-        state = fn(jnp.asarray(seeds, jnp.int32))
-        state = state.replace(total_updates=jnp.full_like(state.update, int(total_updates)))
+        args = (jnp.asarray(seeds, jnp.int32), jnp.asarray(self.iface.dims, jnp.int32),
+                jnp.asarray(int(total_updates), jnp.int32))  # fmt: skip
+        state = self._call("init", self.core.init, (), *args, shard=False)
         return self._place(state)
-
-    def _init(self, seeds: jax.Array) -> TrainState:
-        K, S, N = self.num_candidates, self.num_seeds, self.config.num_envs
-        keys = jax.vmap(jax.random.key)(seeds)
-        k_init, k_env, k_train = jnp.moveaxis(jax.vmap(lambda k: jax.random.split(k, 3))(keys), 1, 0)
-        # each candidate's networks are initialised at its own obs_dim, then padded
-        params = jnp.stack(
-            [
-                jax.vmap(lambda k, d=d: self.flat.ravel(self.net.pad_inputs(self.net.init(k, d), self.width)))(k_init)
-                for d in self.iface.dims
-            ]
-        )
-        opt_state = vmap_lead(self.optimizer.init, 2)(params)
-        del k_env  # kept so that the key derivation stays fixed
-        # Placeholder environments (t = -1): the first update starts them from its reset
-        # pool, so no compiled program but the update's contains the task's reset.
-        template = jax.eval_shape(self.env.reset, jax.random.split(jax.random.key(0), (K, S, N)))
-        env = jax.tree.map(_zeros, template).replace(t=jnp.full((K, S, N), -1, jnp.int32))
-        stats = jax.tree.map(lambda x: jnp.broadcast_to(x, (K, S) + x.shape), init_stats(self.width))
-        zeros = jnp.zeros((K, S), jnp.int32)
-        return TrainState(
-            params=params,
-            opt_state=opt_state,
-            obs_stats=stats,
-            env=env,
-            carry=jnp.zeros((K, S, N, self.net.carry_dim), jnp.float32),
-            prev_action=self.net.dummy_action((K, S, N)),
-            prev_reward=jnp.zeros((K, S, N), jnp.float32),
-            key=jnp.broadcast_to(k_train, (K, S)),
-            update=zeros,
-            total_updates=zeros,
-            seed=jnp.broadcast_to(seeds, (K, S)),
-        )
 
     def _place(self, state: TrainState) -> TrainState:
         if self.mesh is None:
@@ -218,164 +183,42 @@ class BatchTrainer:
     # --- training -----------------------------------------------------------------------
 
     def run(self, state: TrainState, num_updates: int) -> tuple[TrainState, dict[str, np.ndarray]]:
-        """``num_updates`` PPO updates of every slot in one compiled call (the input state
-        is donated). Returns the new state and per-update curves name -> (K, S, U); NaN
-        where a slot was frozen or no episode ended during the update."""
-        fn = self._compile("run", int(num_updates), lambda: self._make_run(int(num_updates)), state)
-        state, metrics = fn(state)
-        return state, {k: np.asarray(v) for k, v in metrics.items()}
+        """``num_updates`` PPO updates of every slot (the input state is consumed).
+        Returns the new state and per-update curves name -> (K, S, U); NaN where a slot
+        was frozen or no episode ended during the update."""
+        metrics = []
+        for _ in range(int(num_updates)):
+            state, m = self.update(state)
+            metrics.append(m)
+        curves = {k: np.stack([np.asarray(m[k]) for m in metrics], -1) for k in METRICS}
+        return state, curves
 
-    def _make_run(self, num_updates: int) -> Any:
-        def run(state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
-            state, metrics = jax.lax.scan(lambda s, _: self._update(s), state, None, length=num_updates)
-            return state, jax.tree.map(lambda x: jnp.moveaxis(x, 0, -1), metrics)
-
-        if self.mesh is not None:
-            spec = PartitionSpec(None, "seed")
-            run = jax.shard_map(run, mesh=self.mesh, in_specs=spec, out_specs=spec, check_vma=False)
-        return jax.jit(run, donate_argnums=0)
-
-    def _compile(self, kind: str, count: int, make: Any, *args: Any) -> Any:
-        if (kind, count) not in self._compiled:
-            start = time.perf_counter()
-            self._compiled[(kind, count)] = make().lower(*args).compile()
-            self.compile_s += time.perf_counter() - start
-        return self._compiled[(kind, count)]
-
-    def _normalize(self, stats: ObsStats, obs: jax.Array) -> jax.Array:
-        """obs float32[K, S, N, D] with per-slot stats [K, S, D] and per-candidate mask."""
-        mask = jnp.asarray(self.iface.mask)[:, None, None, :]
-        expand = jax.tree.map(lambda x: x[:, :, None], stats)
-        return normalize(expand, obs, mask, self.config.obs_clip, self.config.normalize_obs)
-
-    def _update(self, ts: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
-        cfg, net, N = self.config, self.net, self.config.num_envs
-        K, S = ts.update.shape  # S is the local shard when the seed axis is sharded
-        slots = lambda f: vmap_lead(f, 2)  # noqa: E731
-        keys = slots(lambda k: jax.random.split(k, 4))(ts.key)
-        key, k_pool, k_roll, k_ppo = (keys[:, :, i] for i in range(4))
-
-        env0 = ts.env
-        pool: ResetPool | None = None
-        unstarted = env0.t < 0
-        if cfg.reset_pool > 0:
-            pool_keys = slots(lambda k: jax.random.split(k, cfg.reset_pool * N))(k_pool)
-            pool = ResetPool(self.env.reset(pool_keys), jnp.zeros((K, S), jnp.int32))
-            starts, pool = slots(take_fresh)(pool, unstarted)
-        else:
-            starts = self.env.reset(slots(lambda k: jax.random.split(k, N))(k_pool))
-        env0 = tree_where(unstarted, starts, env0)
-
-        def fresh_starts(c: RolloutCarry, k_reset: jax.Array):
-            if c.pool is None:
-                reset_keys = slots(lambda k: jax.random.split(k, N))(k_reset)
-                return lambda end: (self.env.reset(reset_keys), None)
-            return lambda end: slots(take_fresh)(c.pool, end)
-
-        def env_step(c: RolloutCarry, _: None) -> tuple[RolloutCarry, tuple[Batch, dict[str, jax.Array], Moments]]:
-            ks = slots(lambda k: jax.random.split(k, 3))(c.key)
-            key, k_act, k_reset = ks[:, :, 0], ks[:, :, 1], ks[:, :, 2]
-            obs = self._normalize(ts.obs_stats, c.env.obs)
-            first = c.env.t == 0
-            carry, dist, value = slots(self._step)(ts.params, c.carry, obs, c.prev_action, c.prev_reward, first)
-            raw = slots(net.dist.sample)(k_act, dist)
-            log_prob = net.dist.log_prob(dist, raw)
-            action = net.dist.to_env(raw)
-            env, info, pool = self.env.step(c.env, action, fresh_starts(c, k_reset))
-            # V of the true (pre-reset) next state, to bootstrap where the horizon cut
-            next_obs = self._normalize(ts.obs_stats, info.next_obs)
-            no = jnp.zeros_like(first)
-            _, _, next_value = slots(self._step)(ts.params, carry, next_obs, action, info.reward, no)
-            end = info.episode_end
-            batch = Batch(
-                obs=obs,
-                first=first,
-                prev_action=c.prev_action,
-                prev_reward=c.prev_reward,
-                action=raw,
-                log_prob=log_prob,
-                value=value,
-                advantage=jnp.zeros_like(value),
-                target=jnp.zeros_like(value),
-            )
-            extra = {
-                "reward": info.reward,
-                "terminated": info.terminated,
-                "truncated": info.truncated,
-                "next_value": next_value,
-                "end": end,
-                "ep_return": jnp.where(end, info.episode_return, 0.0),
-                "ep_success": (end & info.episode_success).astype(jnp.float32),
-                "ep_length": jnp.where(end, info.episode_length, 0).astype(jnp.float32),
-            }
-            moments = slots(batch_moments)(c.env.obs)
-            nxt = RolloutCarry(env, carry, action, info.reward, pool, key)
-            return nxt, (batch, extra, moments)
-
-        carry0 = ts.carry
-        c0 = RolloutCarry(env0, ts.carry, ts.prev_action, ts.prev_reward, pool, k_roll)
-        c, (batch, extra, moments) = jax.lax.scan(env_step, c0, None, length=cfg.rollout_len)
-        # time-major [T, K, S, N] -> per slot [K, S, T, N]
-        batch, extra = jax.tree.map(lambda x: jnp.moveaxis(x, 0, 2), (batch, extra))
-
-        obs = self._normalize(ts.obs_stats, c.env.obs)
-        _, _, last_value = slots(self._step)(ts.params, c.carry, obs, c.prev_action, c.prev_reward, c.env.t == 0)
-
-        def gae(e: dict[str, jax.Array], value: jax.Array, last: jax.Array) -> tuple[jax.Array, jax.Array]:
-            return compute_gae(
-                e["reward"], value, e["terminated"], last, cfg.gamma, cfg.gae_lambda,
-                truncated=e["truncated"], truncated_value=e["next_value"],
-            )  # fmt: skip
-
-        adv, target = slots(gae)(extra, batch.value, last_value)
-        batch = batch.replace(advantage=adv, target=target)
-
-        frac = 1.0 - ts.update.astype(jnp.float32) / jnp.maximum(ts.total_updates, 1).astype(jnp.float32)
-        lr = cfg.lr * (jnp.clip(frac, 0.0, 1.0) if cfg.anneal_lr else jnp.ones_like(frac))
-        ppo = lambda *a: ppo_update(net, self.optimizer, self.flat, cfg, *a)  # noqa: E731
-        params, opt_state, losses = slots(ppo)(ts.params, ts.opt_state, batch, carry0, k_ppo, lr)
-
-        mask = jnp.broadcast_to(jnp.asarray(self.iface.mask)[:, None, :], (K, S, self.width))
-        step_moments = jax.tree.map(lambda x: jnp.moveaxis(x, 0, 2), moments)
-        stats = slots(lambda s, m, mk: update_stats(s, _merge(m), mk))(ts.obs_stats, step_moments, mask)
-
-        new = TrainState(
-            params=params,
-            opt_state=opt_state,
-            obs_stats=stats,
-            env=c.env,
-            carry=c.carry,
-            prev_action=c.prev_action,
-            prev_reward=c.prev_reward,
-            key=key,
-            update=ts.update + 1,
-            total_updates=ts.total_updates,
-            seed=ts.seed,
-        )
-        active = ts.update < ts.total_updates
-        new = jax.tree.map(
-            lambda a, b: jnp.where(active.reshape(active.shape + (1,) * (a.ndim - 2)), a, b), new, ts
-        )
-
-        episodes = extra["end"].sum((2, 3)).astype(jnp.float32)
-        per_episode = lambda x: jnp.where(episodes > 0, x.sum((2, 3)) / jnp.maximum(episodes, 1.0), jnp.nan)  # noqa: E731
-        metrics = {
-            "return": per_episode(extra["ep_return"]),
-            "success": per_episode(extra["ep_success"]),
-            "episode_length": per_episode(extra["ep_length"]),
-            "episodes": episodes,
-            **losses,
-        }
-        metrics = {k: jnp.where(active, v, jnp.nan) for k, v in metrics.items()}
-        return new, metrics
-
-    def _step(self, params: jax.Array, *args: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """:meth:`ActorCritic.step` on one slot's flat parameters."""
-        return self.net.step(self.flat.unravel(params), *args)
+    def update(self, ts: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
+        """One PPO update of every slot: begin, T x (act, kernel, settle), update."""
+        core, cfg = self.core, self.config
+        key, k_roll, k_ppo, reset_keys = self._call("begin", core.begin, (), ts)
+        tasks = [self._call("reset", core.reset_tasks, (), k) for k in reset_keys]
+        obs = [self._observe(t) for t in tasks]
+        ts, ro = self._call("start", core.start, (), ts, key, k_roll, k_ppo, tasks, obs)
+        greedy = jnp.zeros(ts.update.shape, bool)
+        records = []
+        for _ in range(cfg.rollout_len):
+            acted = self._call("act", core.act, (), ts, ro.env, ro.carry, ro.prev_action, ro.prev_reward, ro.key,
+                               greedy)  # fmt: skip
+            reward, next_obs = self.kernel(ro.env.task.sim, acted.action, acted.next_task.sim, True)
+            fresh_task, fresh_obs = None, None
+            if cfg.reset_pool == 0:
+                keys = self._call("split_envs", core.split_envs, (), acted.k_reset)
+                fresh_task = self._call("reset", core.reset_tasks, (), keys)
+                fresh_obs = self._observe(fresh_task)
+            ro, record = self._call("settle", core.settle, (), ts, ro, acted, reward, next_obs, fresh_task,
+                                    fresh_obs)  # fmt: skip
+            records.append(record)
+        return self._call("update", core.update, (), ts, ro, records)
 
     def params_tree(self, state: TrainState) -> PyTree:
         """The parameters as the network's pytree, leaves [K, S, ...]."""
-        return vmap_lead(self.flat.unravel, 2)(state.params)
+        return vmap_lead(self.core.flat.unravel, 2)(state.params)
 
     # --- evaluation ---------------------------------------------------------------------
 
@@ -385,26 +228,27 @@ class BatchTrainer:
 
     def evaluate_full(self, state: TrainState, key: jax.Array) -> tuple[np.ndarray, np.ndarray]:
         """(success rate, mean episode return under R), each float32 (K, S)."""
-        from limen_jax.rl.evaluate import evaluate_slots
-
-        fn = self._compile(
-            "eval", 0, lambda: jax.jit(lambda s, k: evaluate_slots(self, s, k)), state, key
-        )
-        success, returns = fn(state, key)
-        return np.asarray(success, np.float32), np.asarray(returns, np.float32)
-
-
-def _zeros(x: jax.ShapeDtypeStruct) -> jax.Array:
-    if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
-        return jax.random.split(jax.random.key(0), x.shape)
-    return jnp.zeros(x.shape, x.dtype)
-
-
-def _merge(m: Moments) -> Moments:
-    """Merge T equal-count moments (leaves [T, ...]) into one."""
-    mean = m.mean.mean(0)
-    m2 = m.m2.sum(0) + (jnp.square(m.mean - mean) * m.count[:, None]).sum(0)
-    return Moments(mean, m2, m.count.sum())
+        core, E = self.core, self.config.eval_episodes
+        keys = jnp.broadcast_to(key, state.update.shape)
+        reset_keys, k_act = self._call("eval_begin", functools.partial(eval_begin, core), (), state, keys)
+        tasks = self._call("reset", core.reset_tasks, (), reset_keys)
+        if core.eval_envs == self.config.num_envs:
+            obs = self._observe(tasks)
+        else:  # more evaluation episodes than envs: the kernel compiles for that shape too
+            dummy = self.net.dist.to_env(self.net.dummy_action(tasks.done.shape))
+            obs = self.kernel(tasks.sim, dummy, tasks.sim, False)[1]
+        c = self._call("eval_init", functools.partial(eval_init, core), (), tasks, obs, k_act)
+        greedy = jnp.full(state.update.shape, self.config.eval_deterministic)
+        settle = functools.partial(eval_settle, core)
+        for _ in range(core.horizon):
+            acted = self._call("act", core.act, (), state, c.env, c.carry, c.prev_action, c.prev_reward, c.key,
+                               greedy)  # fmt: skip
+            reward, next_obs = self.kernel(c.env.task.sim, acted.action, acted.next_task.sim, True)
+            c = self._call("eval_settle", settle, (), c, acted, reward, next_obs)
+        self.compile_s = self._core_compile_s + self.kernel.compile_s
+        success = np.asarray(c.success, np.float32)[..., :E].mean(-1)
+        returns = np.asarray(c.returns, np.float32)[..., :E].mean(-1)
+        return success, returns
 
 
 def train_batch(
@@ -438,4 +282,6 @@ def train_batch(
         steps=updates * config.steps_per_update,
         wall_s=time.perf_counter() - start,
         compile_s=trainer.compile_s,
+        diverged_at=np.asarray(state.diverged_at),
+        kernel_compile_s=trainer.kernel_compile_s,
     )

@@ -67,3 +67,18 @@ def test_tanh_gaussian_log_prob_is_a_density_over_actions():
     env = d.to_env(d.sample(jax.random.key(0), jnp.broadcast_to(params, (1000, 2))))
     assert env.shape == (1000, 1) and float(jnp.abs(env).max()) <= 1.0
     assert TanhGaussian(2, 0.0, 4.0).to_env(jnp.zeros(2)).tolist() == [2.0, 2.0]
+
+
+def test_padded_init_depends_on_the_candidate_not_on_the_width():
+    net = ActorCritic(PPOConfig(actor_hidden=(16,), critic_hidden=(16,)), Discrete(3))
+    init = jax.jit(net.init_padded, static_argnums=1)
+    a = init(jax.random.key(0), 32, jnp.asarray(5))
+    b = init(jax.random.key(0), 64, jnp.asarray(5))
+    for layer in ("actor_0", "critic_0"):
+        ka, kb = np.asarray(a["params"][layer]["kernel"]), np.asarray(b["params"][layer]["kernel"])
+        assert ka.shape == (32, 16) and kb.shape == (64, 16)
+        np.testing.assert_allclose(ka[:5], kb[:5], rtol=1e-5, atol=1e-6)
+        assert np.abs(ka[5:]).max() == 0.0 and np.abs(kb[5:]).max() == 0.0
+        # 5 rows of 16 features: orthogonal rows, scaled by sqrt(2)
+        np.testing.assert_allclose(ka[:5] @ ka[:5].T, 2.0 * np.eye(5), atol=1e-4)
+    np.testing.assert_array_equal(a["params"]["actor_out"]["kernel"], b["params"]["actor_out"]["kernel"])

@@ -10,12 +10,13 @@ import subprocess
 import sys
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from interfaces import corridor_interfaces
 from toy_tasks import Corridor, Reach1D
 
-from limen_jax.interface import default_interface
+from limen_jax.interface import Interface, default_interface
 from limen_jax.rl import BatchResult, BatchTrainer, PPOConfig, run_cascade, train_batch
 
 CFG = PPOConfig(num_envs=32, rollout_len=16, epochs=4, minibatches=4, lr=3e-3, eval_episodes=64)
@@ -78,19 +79,20 @@ def test_batched_equals_training_each_candidate_alone(runs):
         layers = mixed["params"]["params"]
         for layer, p in layers.items():
             kernel, alone_kernel = p["kernel"][k], one["params"]["params"][layer]["kernel"][0]
-            if layer in ("actor_0", "critic_0"):
-                kernel = kernel[:, :dim]
-            np.testing.assert_allclose(kernel, alone_kernel, rtol=1e-4, atol=1e-5, err_msg=layer)
-        np.testing.assert_allclose(mixed["mean"][k][:, :dim], one["mean"][0], rtol=1e-5, atol=1e-6)
+            if layer in ("actor_0", "critic_0"):  # each padded to its own width bucket
+                kernel, alone_kernel = kernel[:, :dim], alone_kernel[:, :dim]
+            np.testing.assert_allclose(kernel, alone_kernel, rtol=1e-3, atol=1e-4, err_msg=layer)
+        np.testing.assert_allclose(mixed["mean"][k][:, :dim], one["mean"][0][:, :dim], rtol=1e-5, atol=1e-6)
 
 
 def test_padded_features_never_reach_the_network(runs):
-    # obs7 sits padded to 300 next to obs300: its input rows past 7 stay exactly 0 and
-    # its normalisation statistics there stay exactly (0, 1)
+    # obs7 sits padded to 384 (the width bucket of 300) next to obs300: its input rows
+    # past 7 stay exactly 0 and its normalisation statistics there stay exactly (0, 1)
     mixed = runs["mixed"]
     for layer in ("actor_0", "critic_0"):
         kernel = mixed["params"]["params"][layer]["kernel"]
-        assert kernel.shape[-2] == 300
+        assert kernel.shape[-2] == 384
+        assert np.abs(kernel[1, :, 300:]).max() == 0.0
         assert np.abs(kernel[0, :, 7:]).max() == 0.0
         assert np.abs(kernel[1, :, 7:]).max() > 0.0
     assert np.abs(mixed["mean"][0, :, 7:]).max() == 0.0
@@ -155,6 +157,7 @@ _SHARDED = """
 import json, sys
 sys.path.insert(0, {here!r})
 import jax
+import jax.numpy as jnp
 from interfaces import corridor_interfaces
 from toy_tasks import Corridor
 from limen_jax.rl import BatchTrainer, PPOConfig
@@ -196,3 +199,25 @@ def test_config_validation_and_presets():
     assert PPOConfig.preset("go1_push", "paper").gamma == 0.97
     assert PPOConfig.from_dict(cpu.to_dict()) == cpu
     assert jax.tree.leaves(cpu.to_dict())  # plain data
+
+
+def _nan_late(sim, action, next_sim):
+    """Goal reward, but NaN on the 12th step of an episode: with 4-step rollouts every
+    episode that lasts that long reaches it during update 2 (steps 9-12), never before."""
+    r = (next_sim.pos == next_sim.goal).astype(jnp.float32)
+    return jnp.where(next_sim.step_num == 12, jnp.nan, r)
+
+
+def test_non_finite_reward_freezes_only_its_slot_and_reports_the_update():
+    cfg = CFG.replace(rollout_len=4, actor_hidden=(16,), critic_hidden=(16,), eval_episodes=32)
+    nan = Interface(IFACES["obs7"].observe, _nan_late, 7, 1, "", "nan_late")
+    steps = 5 * cfg.steps_per_update
+    bad, good = run_cascade(Corridor(), [nan, IFACES["obs7"]], config=cfg, short_steps=steps, full_steps=steps,
+                            seeds=SEEDS, threshold=0.0)  # fmt: skip
+    assert bad.diverged_at == 2 and good.diverged_at is None
+    # updates 0 and 1 trained; update 2 was discarded and the slot froze (NaN from then on)
+    loss = bad.curves_per_seed["policy_loss"]
+    assert np.isfinite(loss[:, :2]).all() and np.isnan(loss[:, 2:]).all()
+    assert np.isfinite(good.curves_per_seed["policy_loss"]).all()  # its batch-mate trains on
+    assert np.isfinite(bad.success)  # its parameters stayed finite (its evaluation return may be NaN: R is)
+    assert bad.feedback["diverged_at_update"] == 2 and "diverged_at_update" not in good.feedback

@@ -1,0 +1,68 @@
+"""The per-batch kernel: the K candidates' φ and R, the only compiled code that depends
+on the programs.
+
+Everything else the trainer compiles (task step and reset, networks, PPO update,
+evaluation) is built from shapes alone, so it is compiled once per (task, K, S, width,
+config) and then served from memory or the persistent cache (see ``limen_jax.rl.core``).
+A new batch of programs compiles just this kernel: one φ and one R per candidate.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from limen_jax.rl.env import BatchedInterface
+
+PyTree = Any
+
+
+def kernel_fn(iface: BatchedInterface) -> Any:
+    """(sim, action, next_sim, with_reward) -> (reward float32[K, S, N], φ(next_sim)
+    float32[K, S, N, width]); leaves of sim lead with [K, S, N].
+
+    ``with_reward`` (bool[K, S], one value): False skips R (zeros), e.g. for fresh start
+    states whose observation alone is needed; a ``cond`` keeps one compiled copy of each
+    program. Every argument leads with [K, S], so a seed-sharded batch shards it too.
+    """
+
+    def kernel(sim: PyTree, action: jax.Array, next_sim: PyTree, with_reward: jax.Array) -> tuple[jax.Array, jax.Array]:
+        obs = iface.observe(next_sim, 2)
+        reward = jax.lax.cond(
+            with_reward[0, 0],
+            lambda: iface.reward(sim, action, next_sim, 2),
+            lambda: jnp.zeros(obs.shape[:-1], jnp.float32),
+        )
+        return reward, obs
+
+    return kernel
+
+
+class ProgramKernel:
+    """:func:`kernel_fn` compiled on first use for each batch shape [K, S, N] (``compile_s``
+    accumulates the time spent compiling). ``wrap`` (e.g. a shard_map) is applied first."""
+
+    def __init__(self, iface: BatchedInterface, wrap: Any = None) -> None:
+        fn = kernel_fn(iface)
+        self._jit = jax.jit(wrap(fn) if wrap is not None else fn)
+        self._sharded = wrap is not None
+        self._compiled: dict[Any, Any] = {}
+        self.compile_s = 0.0
+
+    def __call__(
+        self, sim: PyTree, action: jax.Array, next_sim: PyTree, with_reward: bool
+    ) -> tuple[jax.Array, jax.Array]:
+        flag = jnp.full(action.shape[:2], with_reward)
+        shape = action.shape
+        if shape not in self._compiled:
+            start = time.perf_counter()
+            self._compiled[shape] = self._jit.lower(sim, action, next_sim, flag).compile()
+            self.compile_s += time.perf_counter() - start
+        exe = self._compiled[shape]
+        args = (sim, action, next_sim, flag)
+        if self._sharded:
+            args = jax.device_put(args, exe.input_shardings[0])
+        return exe(*args)
