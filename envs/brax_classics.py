@@ -63,17 +63,6 @@ _CONTEXT = """\
 
 ### Actions (`action`, float32 ({act_dim},), each in [-1, 1])
 {actions}
-
-### What you write
-```python
-def get_observation(state) -> jnp.ndarray:  # 1-D float32, at most 512 features
-    ...
-def compute_reward(state, action, next_state) -> jnp.ndarray:  # float32 scalar
-    ...
-```
-`state`/`next_state` are the states before and after `action`. All code must be
-JAX-compatible (jit and vmap): no Python control flow on array values; use
-`jnp.where`, `jax.lax.select` and masks.
 """
 
 

@@ -113,17 +113,6 @@ Home pose (qpos[7:19]): {home}.
 ### Actions (`action`, float32 (12,), each in [-1, 1])
 Joint offsets from the home pose: motor target = home + 0.5 x action, tracked by PD
 motors (Kp 35, Kd 0.5).
-
-### What you write
-```python
-def get_observation(state) -> jnp.ndarray:  # 1-D float32, at most 512 features
-    ...
-def compute_reward(state, action, next_state) -> jnp.ndarray:  # float32 scalar
-    ...
-```
-`state`/`next_state` are the states before and after `action`. All code must be
-JAX-compatible (jit and vmap): no Python control flow on array values; use
-`jnp.where`, `jax.lax.select` and masks.
 """
 
 

@@ -101,17 +101,6 @@ Arm joint ranges (rad): {ranges}.
 ### Actions (`action`, float32 (8,), each in [-1, 1])
 Deltas of the position-control targets: ctrl <- clip(ctrl + 0.04 x action, limits), for
 the 7 arm joints and the gripper (index 7, irrelevant to tracking).
-
-### What you write
-```python
-def get_observation(state) -> jnp.ndarray:  # 1-D float32, at most 512 features
-    ...
-def compute_reward(state, action, next_state) -> jnp.ndarray:  # float32 scalar
-    ...
-```
-`state`/`next_state` are the states before and after `action`. All code must be
-JAX-compatible (jit and vmap): no Python control flow on array values; use
-`jnp.where`, `jax.lax.select` and masks.
 """
 
 

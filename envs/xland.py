@@ -60,18 +60,7 @@ builds that table itself, e.g. `jnp.array([[-1, 0], [0, 1], [1, 0], [0, -1]])[di
 0 FORWARD (move into the front cell if walkable), 1 TURN_RIGHT, 2 TURN_LEFT,
 3 PICKUP (take the object in the front cell into the empty pocket),
 4 PUTDOWN (place the held object on the empty front floor cell), 5 TOGGLE (open doors).
-{rules_desc}
-### What you write
-```python
-def get_observation(state) -> jnp.ndarray:  # 1-D float32, at most 512 features
-    ...
-def compute_reward(state, action, next_state) -> jnp.ndarray:  # float32 scalar
-    ...
-```
-`state`/`next_state` are the states before and after `action`. All code must be
-JAX-compatible (jit and vmap): no Python control flow on array values; use
-`jnp.where`, `jax.lax.select` and masks.
-"""
+{rules_desc}"""
 
 
 def _tile(tile: int, color: int) -> jax.Array:
