@@ -1,11 +1,11 @@
 """Asking for a batch and checking the answers: the loop's LLM and checker I/O.
 
 All proposals of a batch are asked at once (a thread pool, ``concurrency`` calls in
-flight); the answers are checked on the calling thread in proposal order as they come
-back. Nothing here raises for a bad candidate: each child ends as a record (rejected or
-trainable). What stops the run comes back as :attr:`Prepared.stop` (a
-:class:`~limen_jax.search.faults.RunStop`), so that a batch already training can finish
-and be checkpointed first.
+flight); each answer is checked as it comes back, in a sandboxed worker process of its
+own, side by side with the others. Nothing here raises for a bad candidate: each child
+ends as a record (rejected or trainable). What stops the run comes back as
+:attr:`Prepared.stop` (a :class:`~limen_jax.search.faults.RunStop`), so that a batch
+already training can finish and be checkpointed first.
 """
 
 from __future__ import annotations
@@ -93,6 +93,7 @@ def ask_and_check(
 ) -> Prepared:
     """Ask ``mutator`` for every proposal at once, check each answer; see module docs."""
     from limen_jax.llm import BudgetExceeded, MutatorError
+    from limen_jax.program import default_workers
 
     start = time.time()
     prepared = Prepared(proposals[0].iteration if proposals else 0, list(proposals), [], start=start)
@@ -102,6 +103,9 @@ def ask_and_check(
             operator=p.operator, sections=list(p.sections), system=p.system, user=p.user)
     stops: list[BaseException] = []
     workers = max(1, min(concurrency or len(proposals), len(proposals) or 1))
+    checkers = cf.ThreadPoolExecutor(max_workers=default_workers(), thread_name_prefix="limen-check")
+    checks: list[tuple[int, cf.Future[Child]]] = []
+    first_check = time.time()
     with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="limen-llm") as pool:
         futures = [pool.submit(mutator.propose, r) for r in requests]
         for proposal, future in zip(proposals, futures):
@@ -117,6 +121,8 @@ def ask_and_check(
                 prepared.children.append(Child(proposal, record))
                 continue
             prepared.llm_s = time.time() - start
+            if not checks:
+                first_check = time.time()
             record.metadata = {
                 "mutator": mutator_name, "model": response.model, "input_tokens": response.input_tokens,
                 "output_tokens": response.output_tokens, "cost_usd": response.cost_usd, "cached": response.cached,
@@ -130,9 +136,15 @@ def ask_and_check(
                 record.error = {"stage": "mutator", "message": response.error, "trace": "", "blame": "infra"}
                 prepared.children.append(Child(proposal, record))
                 continue
-            t = time.time()
-            prepared.children.append(_check(proposal, record, response, task, mode, limits, truncated))
-            prepared.check_s += time.time() - t
+            # checked in a sandboxed worker process each, side by side, while later answers arrive
+            checks.append((len(prepared.children), checkers.submit(
+                _check, proposal, record, response, task, mode, limits, truncated)))
+            prepared.children.append(Child(proposal, record))
+        for index, check in checks:
+            prepared.children[index] = check.result()
+    checkers.shutdown()
+    if checks:
+        prepared.check_s = time.time() - first_check
     prepared.end = time.time()
     prepared.llm_s = max(prepared.llm_s, 0.0)
     if stops:

@@ -262,6 +262,9 @@ class Loop:
         for child in children:
             r = child.record
             self.rd.write_program(r.id, r.code)
+            iface = child.interface
+            self.rd.write_artifacts(r.id, {"obs": getattr(iface, "obs_artifact", b""),
+                                           "reward": getattr(iface, "reward_artifact", b"")})
             self.rd.log("program", id=r.id, obs_dim=r.obs_dim, reward_ast_size=r.reward_ast_size)
         if not children:
             return None

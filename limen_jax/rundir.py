@@ -65,6 +65,16 @@ class RunDir:
     def write_program(self, program_id: str, code: str) -> None:
         write_text_atomic(self.path / "programs" / f"{program_id}.py", code)
 
+    def write_artifacts(self, program_id: str, artifacts: dict[str, bytes]) -> None:
+        """The checked program as the engine runs it: serialised StableHLO (``jax.export``)
+        of each function, ``programs/<id>.<name>.stablehlo``; empty entries are skipped."""
+        for name, blob in artifacts.items():
+            if blob:
+                path = self.path / "programs" / f"{program_id}.{name}.stablehlo"
+                tmp = path.with_name(path.name + ".tmp")
+                tmp.write_bytes(blob)
+                os.replace(tmp, path)
+
 
 def write_text_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")

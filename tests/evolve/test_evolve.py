@@ -70,6 +70,23 @@ def test_run_records_every_step_and_leaves_a_readable_directory(toy_run):
     assert "best:" in toy_run.summary()
 
 
+def test_each_trained_program_is_stored_as_the_checked_artifact(toy_run):
+    """Beside each trained program's source lie the StableHLO bytes that trained: bytes a
+    cluster worker or a later session loads without running the program's Python."""
+    from jax import export
+
+    programs = toy_run.run_dir / "programs"
+    trained = [r for r in toy_run.records if r.success is not None]
+    assert trained
+    for r in trained:
+        for name in ("obs", "reward"):
+            blob = (programs / f"{r.id}.{name}.stablehlo").read_bytes()
+            exported = export.deserialize(bytearray(blob))
+            assert exported.out_avals[0].dtype.name == "float32"
+    rejected = [r for r in toy_run.records if r.success is None]
+    assert not any((programs / f"{r.id}.obs.stablehlo").exists() for r in rejected)
+
+
 def main_check(path):
     from limen_jax.check import main as check_main
 

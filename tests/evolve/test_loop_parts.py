@@ -367,4 +367,6 @@ def test_the_pipeline_hides_the_llm_behind_training(tmp_path):
         assert run.complete and mutator.most == 2  # both calls of a batch in flight at once
     assert all(w >= 1.0 for w in waits["off"]), waits
     # pipelined, only the first batch waits; the later ones were asked while the previous trained
-    assert waits["on"][0] >= 1.0 and all(w < 0.5 for w in waits["on"][1:]), waits
+    # (relative to the synchronous waits: the sandboxed checks also count, and their time
+    # varies with the machine's load)
+    assert waits["on"][0] >= 1.0 and all(w < min(waits["off"]) / 3 for w in waits["on"][1:]), waits
