@@ -111,8 +111,9 @@ def _read_only_paths() -> list[str]:
     found = {os.path.abspath(p) for p in paths if os.path.exists(p)}
     # Symlinked paths (/lib -> usr/lib, a venv's python) are bound at both ends.
     found |= {os.path.realpath(p) for p in found}
-    # Keep /tmp hidden (the engine's scratch and other users' files live there).
-    found = {p for p in found if p != "/tmp" and not p.startswith("/tmp/")}
+    # /tmp itself stays hidden (the engine's scratch and other users' files live there);
+    # import paths inside it (a checkout or a test's package under /tmp) are bound on top.
+    found.discard("/tmp")
     # Parents before children, so nested binds stack correctly.
     return sorted(found, key=lambda p: (p.count("/"), p))
 
@@ -120,13 +121,19 @@ def _read_only_paths() -> list[str]:
 def bwrap_prefix(exe: str) -> list[str]:
     """The bubblewrap command line before the worker's own argv."""
     args = [exe, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL"]
-    for path in _read_only_paths():
+    paths = _read_only_paths()
+    in_tmp = [p for p in paths if p.startswith("/tmp/")]
+    for path in [p for p in paths if p not in in_tmp]:
         if os.path.islink(path):
             if os.path.dirname(path) == "/":  # /lib -> usr/lib; deeper links live in bound dirs
                 args += ["--symlink", os.readlink(path), path]
         else:
             args += ["--ro-bind", path, path]
-    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--remount-ro", "/", "--chdir", "/tmp"]
+    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path in in_tmp:  # after the empty /tmp is mounted, or it would cover them
+        if not os.path.islink(path):
+            args += ["--ro-bind", path, path]
+    args += ["--remount-ro", "/", "--chdir", "/tmp"]
     for key, value in WORKER_ENV.items():
         args += ["--setenv", key, value]
     return args

@@ -241,3 +241,23 @@ def test_host_callbacks_cannot_be_exported() -> None:
     specs = [{"shape": [3], "dtype": "float32", "key_impl": None}]
     with pytest.raises(Exception, match="host_callbacks"):
         artifact.export_jaxpr(closed, specs, artifact.observation_post(3), ["cpu"])
+
+
+def test_a_task_imported_from_under_tmp_is_found_by_the_worker(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, easy_sample: Transition
+) -> None:
+    """The worker's /tmp is empty, but code the engine imports from there (a checkout or a
+    task package under /tmp, as in a CI clone) is bound into it read-only."""
+    import limen_envs
+
+    import limen_jax
+    from limen_jax.program import compile_interface
+
+    (tmp_path / "task_under_tmp.py").write_text(
+        "from limen_envs.xland import XLandEasy\n\n\nclass EasyUnderTmp(XLandEasy):\n    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    task = limen_jax.make("task_under_tmp:EasyUnderTmp")
+    source = (pathlib.Path(limen_envs.__file__).parent / "interfaces" / "xland_easy.py").read_text()
+    iface = compile_interface(source, task, sample=easy_sample)
+    assert iface.obs_dim == 30
