@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from limen_jax.llm.offline import OfflineMutator, render
-from limen_jax.program import compile_interface
+from limen_jax.program import ProgramError, compile_interface, compile_many
 
 
 @pytest.mark.parametrize("fixture", ["go1", "panda", "ant"])
@@ -26,15 +26,19 @@ def test_catalog_programs_pass_the_checker(fixture, request):
     assert obs.shape == (len(sample.action), iface.obs_dim) and np.isfinite(obs).all()
 
     # what a run proposes: first programs and their children keep the required pieces
+    # (checked side by side, one sandboxed worker each, as the loop checks a batch)
     mutator = OfflineMutator(catalog)
     rng = np.random.default_rng(0)
+    sources = []
     for _ in range(3):
         genome = mutator.random_genome(rng)
         child, _ = mutator.mutate(genome, rng)
         for g in (genome, child):
             assert set(catalog.required_features) <= set(g["features"])
             assert set(catalog.required_terms) <= set(g["terms"])
-            compile_interface(render(catalog, g), task, name="g", sample=sample)
+            sources.append(render(catalog, g))
+    rejected = [str(r) for r in compile_many(sources, task, sample=sample) if isinstance(r, ProgramError)]
+    assert not rejected, rejected
 
 
 def test_catalog_constants_follow_task_parameters(go1, panda):
