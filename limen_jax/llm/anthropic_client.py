@@ -9,7 +9,7 @@ What this adds to a bare SDK call:
   without ``usage`` or with an empty content list);
 - a reply cut off at ``max_tokens`` is marked (``metadata["truncated"]``) so the loop can
   tell the LLM its answer was cut, not that its program is wrong;
-- token and dollar accounting per call and in total (:class:`Usage`), from a per-family
+- token and dollar accounting per call and in total (:class:`~limen_jax.llm.replay.Ledger`), from a per-family
   price table (:data:`PRICES_PER_MTOK`);
 - a budget cap: a call is refused with :class:`BudgetExceeded` *before* it is sent when its
   worst case (estimated input + ``max_tokens`` output) could take the spend over the cap;
@@ -42,7 +42,7 @@ import numpy as np
 from anthropic.types import OutputConfigParam
 
 from limen_jax.llm.base import BudgetExceeded, MutationRequest, MutationResponse, MutatorError
-from limen_jax.llm.replay import CachingMutator, ResponseCache
+from limen_jax.llm.replay import CachingMutator, Ledger, ResponseCache
 
 log = logging.getLogger(__name__)
 
@@ -128,18 +128,6 @@ def call_cost(
     p_in, p_out = prices
     billed_in = input_tokens + CACHE_WRITE_FACTOR * cache_write_tokens + CACHE_READ_FACTOR * cache_read_tokens
     return (billed_in * p_in + output_tokens * p_out) / 1e6
-
-
-@dataclasses.dataclass
-class Usage:
-    """Running totals over a mutator's life (what the progress display shows)."""
-
-    calls: int = 0
-    failed_calls: int = 0
-    retries: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,7 +237,7 @@ class AnthropicMutator:
                 temperature,
                 PAPER_MODEL,
             )
-        self.usage = Usage()
+        self.usage = Ledger()  # running totals, the same fields the cache's ledger keeps
         self._rng = rng
         self._sleep = sleep
         self._lock = threading.Lock()
