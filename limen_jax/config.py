@@ -12,6 +12,7 @@ import json
 from typing import Any, TypeVar
 
 from limen_jax.archive import ArchiveConfig
+from limen_jax.fields import coerce_fields
 from limen_jax.llm.prompts import PromptConfig
 from limen_jax.modes import MODES, Mode
 
@@ -141,6 +142,10 @@ def _check_names(key: str, over: dict[str, Any], module: str, cls_name: str) -> 
     unknown = set(over) - {f.name for f in dataclasses.fields(cls)}
     if unknown:
         raise ValueError(f"{key}: unknown {cls_name} fields {sorted(unknown)}")
+    try:
+        coerce_fields(cls, over)
+    except ValueError as err:
+        raise ValueError(f"{key}: {err}") from None
 
 
 def to_dict(obj: Any) -> dict[str, Any]:

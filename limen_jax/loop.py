@@ -149,9 +149,7 @@ class Loop:
     def _ppo_config(self) -> Any:
         from limen_jax.rl import PPOConfig
 
-        base = PPOConfig.preset(self.task.name, self.config.preset)
-        over = {k: tuple(v) if isinstance(v, list) else v for k, v in self.config.ppo.items()}
-        return base.replace(**over)
+        return PPOConfig.preset(self.task.name, self.config.preset).replace(**self.config.ppo)
 
     def _limits(self) -> Any:
         if not self.config.checker:
@@ -303,17 +301,11 @@ class Loop:
         same = systematic(errors)
         if engine is not None or same is not None:
             raise RunStop("engine", f"training failed in the engine: {describe(engine) if engine else same}")
-        compile_s = eval_s = 0.0
-        split = False  # whether the trainer reported its compile / evaluate split
         for child, res in zip(trainable, batch.results):
             record = child.record
             if isinstance(res, BaseException):
                 record.error = {"stage": "train", "message": describe(res), "trace": "", "blame": "program"}
                 continue
-            # the trainer's own phase split, where its results carry one
-            split = split or hasattr(res, "compile_s")
-            compile_s += float(getattr(res, "compile_s", 0.0) or 0.0)
-            eval_s += float(getattr(res, "eval_s", 0.0) or 0.0)
             why = diverged(res)
             if why:
                 record.error = {"stage": "train", "message": why, "trace": "", "blame": "program", "kind": "diverged"}
@@ -322,8 +314,9 @@ class Loop:
         now = time.time()
         timing = {
             "llm_s": round(prepared.llm_s, 2), "check_s": round(prepared.check_s, 2),
-            "train_s": round(batch.wall_s, 2), "compile_s": round(compile_s, 2) if split else None,
-            "eval_s": round(eval_s, 2) if split else None,
+            "train_s": round(batch.wall_s, 2),
+            "compile_s": None if batch.compile_s is None else round(batch.compile_s, 2),
+            "eval_s": None if batch.eval_s is None else round(batch.eval_s, 2),
             "llm_wait_s": round(max(0.0, prepared.end - max(prepared.start, self._last_train_end)), 2),
             "wall_s": round(now - self._last_iter_end, 2),
         }

@@ -24,7 +24,7 @@ import numpy as np
 from limen_jax.interface import Interface
 from limen_jax.rl.config import PPOConfig
 from limen_jax.rl.result import BatchResult
-from limen_jax.rl.trainer import BatchTrainer, train_batch
+from limen_jax.rl.trainer import BatchTrainer, timed_evaluation, train_batch
 from limen_jax.task import Task
 
 
@@ -39,6 +39,8 @@ class CascadeResult:
     curves: name -> float32 (U,), the seed-mean per-update curve (NaN-aware mean);
     curves_per_seed: name -> (S, U). steps: env steps per seed trained.
     feedback: :meth:`BatchResult.feedback` for prompts.
+    compile_s / eval_s: seconds the whole ``run_cascade`` call spent compiling and
+    evaluating (both stages; the same for every candidate of the call).
     """
 
     name: str
@@ -53,6 +55,8 @@ class CascadeResult:
     steps: int
     feedback: dict[str, Any]
     diverged_at: int | None = None
+    compile_s: float = 0.0
+    eval_s: float = 0.0
 
 
 def run_cascade(
@@ -80,19 +84,21 @@ def run_cascade(
     if short_u >= full_u:  # no gate: one full stage
         batch = train_batch(task, interfaces, seeds=seed_list, total_steps=full_steps, config=config,
                             eval_key=eval_key)  # fmt: skip
-        return [_result(batch, k, "full", True, float("nan")) for k in range(len(interfaces))]
+        out = [_result(batch, k, "full", True, float("nan")) for k in range(len(interfaces))]
+        return _phases(out, [batch])
 
     t0 = time.perf_counter()
     first = BatchTrainer(task, interfaces, config, 1)
     state1 = first.init(seed_list[:1], full_u)
     state1, curves1 = first.run(state1, short_u)
-    success1, returns1 = first.evaluate_full(state1, key)
+    (success1, returns1), eval1_s = timed_evaluation(first, state1, key)
     survivors = [k for k in range(len(interfaces)) if success1[k, 0] >= threshold]
     stage1 = BatchResult(
         names=first.names, seeds=seed_list[:1], success=success1, final_return=returns1, curves=curves1,
         steps=short_u * config.steps_per_update, wall_s=time.perf_counter() - t0, compile_s=first.compile_s,
-        diverged_at=np.asarray(state1.diverged_at), kernel_compile_s=first.kernel_compile_s,
+        diverged_at=np.asarray(state1.diverged_at), kernel_compile_s=first.kernel_compile_s, eval_s=eval1_s,
     )  # fmt: skip
+    stages = [stage1]
 
     results: list[CascadeResult | None] = [None] * len(interfaces)
     for k in range(len(interfaces)):
@@ -106,7 +112,7 @@ def run_cascade(
         state2 = second.graft(state2, state1, survivors, seed_index=0)
         rest = full_u - short_u
         state2, curves2 = second.run(state2, full_u if len(seed_list) > 1 else rest)
-        success2, returns2 = second.evaluate_full(state2, key)
+        (success2, returns2), eval2_s = timed_evaluation(second, state2, key)
         curves = {}
         for name, c2 in curves2.items():
             c = np.full(c2.shape[:2] + (full_u,), np.nan, np.float32)
@@ -117,11 +123,19 @@ def run_cascade(
         stage2 = BatchResult(
             names=second.names, seeds=seed_list, success=success2, final_return=returns2, curves=curves,
             steps=full_u * config.steps_per_update, wall_s=time.perf_counter() - t1, compile_s=second.compile_s,
-            diverged_at=np.asarray(state2.diverged_at), kernel_compile_s=second.kernel_compile_s,
+            diverged_at=np.asarray(state2.diverged_at), kernel_compile_s=second.kernel_compile_s, eval_s=eval2_s,
         )  # fmt: skip
+        stages.append(stage2)
         for j, k in enumerate(survivors):
             results[k] = _result(stage2, j, "full", True, float(success1[k, 0]))
-    return [r for r in results if r is not None]
+    return _phases([r for r in results if r is not None], stages)
+
+
+def _phases(results: list[CascadeResult], stages: list[BatchResult]) -> list[CascadeResult]:
+    """Stamp every result with the call's compile and evaluation seconds (all stages)."""
+    compile_s = sum(b.compile_s for b in stages)
+    eval_s = sum(b.eval_s for b in stages)
+    return [dataclasses.replace(r, compile_s=compile_s, eval_s=eval_s) for r in results]
 
 
 def _result(batch: BatchResult, k: int, stage: str, passed: bool, short_success: float) -> CascadeResult:

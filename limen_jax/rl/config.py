@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
+from limen_jax.fields import coerce_fields
+
 Network = Literal["mlp", "gru"]
 AdvNorm = Literal["minibatch", "batch", "none"]
 
@@ -58,6 +60,7 @@ class PPOConfig:
     eval_deterministic: bool = False  # False: sample actions, as the paper measures success
 
     def __post_init__(self) -> None:
+        coerce_fields(PPOConfig, {f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
         if self.network not in ("mlp", "gru"):
             raise ValueError(f"network must be 'mlp' or 'gru', got {self.network!r}")
         if self.adv_norm not in ("minibatch", "batch", "none"):
@@ -83,16 +86,17 @@ class PPOConfig:
         return max(1, int(total_steps) // self.steps_per_update)
 
     def replace(self, **changes: Any) -> PPOConfig:
-        """A copy with some fields changed; unknown fields are an error."""
+        """A copy with some fields changed; unknown fields and values of the wrong type
+        (``lr="3e-4"``, ``num_envs=256.5``) are an error; ints become floats and lists
+        tuples where the field says so."""
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
         if unknown:
             raise ValueError(f"unknown PPOConfig fields {sorted(unknown)}")
-        return dataclasses.replace(self, **changes)
+        return dataclasses.replace(self, **coerce_fields(PPOConfig, changes))
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> PPOConfig:
         """Build from a plain dict (e.g. a run config); unknown keys are an error."""
-        values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
         return cls().replace(**values)
 
     def to_dict(self) -> dict[str, Any]:

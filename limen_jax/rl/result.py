@@ -23,7 +23,8 @@ class BatchResult:
         "approx_kl", "clip_frac", "episodes".
     steps: env steps per slot (per candidate per seed). wall_s: whole call, compile
     included; compile_s: compilation alone, of which kernel_compile_s the programs' own
-    kernel (the rest is program-independent, compiled once per shape and then reused).
+    kernel (the rest is program-independent, compiled once per shape and then reused);
+    eval_s: the final evaluation, its compiling excluded.
     diverged_at: int32 (K, S), the first update whose observations, rewards or
     parameters were not finite (the slot froze there), -1 where that never happened.
     Curves add "pool_overflow": episode starts handed out twice in the update's rollout
@@ -40,6 +41,7 @@ class BatchResult:
     compile_s: float
     diverged_at: np.ndarray | None = None
     kernel_compile_s: float = 0.0
+    eval_s: float = 0.0
 
     @property
     def success_mean(self) -> np.ndarray:

@@ -48,7 +48,7 @@ from limen_jax.xla_cache import enable_compilation_cache
 
 PyTree = Any
 
-__all__ = ["METRICS", "BatchTrainer", "TrainState", "bucket_width", "train_batch"]
+__all__ = ["METRICS", "BatchTrainer", "TrainState", "bucket_width", "timed_evaluation", "train_batch"]
 
 
 def bucket_width(dim: int) -> int:
@@ -251,6 +251,15 @@ class BatchTrainer:
         return success, returns
 
 
+def timed_evaluation(
+    trainer: BatchTrainer, state: TrainState, key: jax.Array
+) -> tuple[tuple[np.ndarray, np.ndarray], float]:
+    """:meth:`BatchTrainer.evaluate_full` and the seconds it took, its compiling excluded."""
+    start, compiled = time.perf_counter(), trainer.compile_s
+    out = trainer.evaluate_full(state, key)
+    return out, time.perf_counter() - start - (trainer.compile_s - compiled)
+
+
 def train_batch(
     task: Task,
     interfaces: Sequence[Interface],
@@ -272,7 +281,7 @@ def train_batch(
     updates = config.num_updates(total_steps)
     state = trainer.init(seed_list, updates)
     state, curves = trainer.run(state, updates)
-    success, returns = trainer.evaluate_full(state, jax.random.key(eval_key))
+    (success, returns), eval_s = timed_evaluation(trainer, state, jax.random.key(eval_key))
     return BatchResult(
         names=trainer.names,
         seeds=seed_list,
@@ -284,4 +293,5 @@ def train_batch(
         compile_s=trainer.compile_s,
         diverged_at=np.asarray(state.diverged_at),
         kernel_compile_s=trainer.kernel_compile_s,
+        eval_s=eval_s,
     )

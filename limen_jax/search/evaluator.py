@@ -47,12 +47,16 @@ class EvalJob:
 class EvalBatch:
     """The answer: one ``CascadeResult`` or ``Exception`` per interface, in order;
     ``batch_error`` is the batched call's exception message when it had to be split;
-    ``wall_s`` the seconds the evaluation took; ``finished_at`` when it ended (epoch s)."""
+    ``wall_s`` the seconds the evaluation took, of which ``compile_s`` compiling and
+    ``eval_s`` the final evaluations (None when the evaluator does not tell);
+    ``finished_at`` when it ended (epoch s)."""
 
     results: list[Any]
     batch_error: str | None = None
     wall_s: float = 0.0
     finished_at: float = dataclasses.field(default_factory=time.time)
+    compile_s: float | None = None
+    eval_s: float | None = None
 
 
 class Evaluator(Protocol):
@@ -71,7 +75,7 @@ def evaluate(job: EvalJob) -> EvalBatch:
                                   seeds=list(job.seeds), threshold=b.threshold)
     try:
         results: list[Any] = list(rl.run_cascade(job.task, list(job.interfaces), **kwargs))
-        return EvalBatch(results, None, time.perf_counter() - t0)
+        return _with_phases(EvalBatch(results, None, time.perf_counter() - t0), results[:1])
     except Exception as exc:
         first: Exception = exc
     batch_error = f"{type(first).__name__}: {first}"
@@ -83,7 +87,16 @@ def evaluate(job: EvalJob) -> EvalBatch:
             results.extend(rl.run_cascade(job.task, [iface], **kwargs))
         except Exception as one:
             results.append(one)
-    return EvalBatch(results, batch_error, time.perf_counter() - t0)
+    return _with_phases(EvalBatch(results, batch_error, time.perf_counter() - t0), results)
+
+
+def _with_phases(batch: EvalBatch, calls: list[Any]) -> EvalBatch:
+    """Add the compile and evaluation seconds of ``calls`` (one result per run_cascade
+    call: every result of a call carries that call's totals)."""
+    done = [r for r in calls if not isinstance(r, BaseException)]
+    batch.compile_s = sum(float(r.compile_s) for r in done)
+    batch.eval_s = sum(float(r.eval_s) for r in done)
+    return batch
 
 
 class InProcessEvaluator:

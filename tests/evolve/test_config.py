@@ -73,6 +73,22 @@ def test_ppo_and_checker_overrides_are_checked_when_the_config_is_built():
     base = EvolveConfig.preset_for("xland_easy").to_dict()
     with pytest.raises(ValueError, match=r"ppo: unknown PPOConfig fields \['learning_rat'\]"):
         EvolveConfig.from_dict({**base, "ppo": {"learning_rat": 1e-3}})
+    # value types too: a string learning rate or a fractional env count fails here, naming the field
+    with pytest.raises(ValueError, match=r"ppo: PPOConfig.lr: expected a number, got '3e-4'"):
+        EvolveConfig.from_dict({**base, "ppo": {"lr": "3e-4"}})
+    with pytest.raises(ValueError, match=r"ppo: PPOConfig.num_envs: expected an integer, got 256.5"):
+        EvolveConfig.from_dict({**base, "ppo": {"num_envs": 256.5}})
+    with pytest.raises(ValueError, match=r"PPOConfig.actor_hidden\[1\]: expected an integer, got '64'"):
+        EvolveConfig.from_dict({**base, "ppo": {"actor_hidden": [64, "64"]}})
+    with pytest.raises(ValueError, match=r"PPOConfig.normalize_obs: expected true or false, got 1"):
+        EvolveConfig.from_dict({**base, "ppo": {"normalize_obs": 1}})
+    with pytest.raises(ValueError, match=r"checker: Limits.sample_size: expected an integer, got '64'"):
+        EvolveConfig.from_dict({**base, "checker": {"sample_size": "64"}})
+    from limen_jax.rl import PPOConfig
+
+    ok = PPOConfig().replace(lr=1, actor_hidden=[32, 32], vf_clip=None)
+    assert ok.lr == 1.0 and isinstance(ok.lr, float) and ok.actor_hidden == (32, 32) and ok.vf_clip is None
+    assert PPOConfig().replace(vf_clip=0.2).vf_clip == 0.2
     with pytest.raises(ValueError, match=r"checker: unknown Limits fields \['max_obs'\]"):
         EvolveConfig.from_dict({**base, "checker": {"max_obs": 4}})
     cfg = EvolveConfig.from_dict({**base, "checker": {"max_obs_dim": 4}, "prompt": {"num_failures": 1},

@@ -57,6 +57,11 @@ def test_run_records_every_step_and_leaves_a_readable_directory(toy_run):
     assert kinds[0] == "run_start" and kinds[-1] == "run_end"
     assert kinds.count("prompt") == kinds.count("response") == 4
     assert kinds.count("score") + kinds.count("reject") == 4 and "migrate" in kinds
+    # each iteration's phases: compiling (at least the batch's own kernel) and the final
+    # evaluations, both inside the training wall time
+    for it in [json.loads(line) for line in (d / "events.jsonl").read_text().splitlines()]:
+        if it["event"] == "iteration":
+            assert it["compile_s"] > 0 and it["eval_s"] > 0 and it["compile_s"] + it["eval_s"] <= it["train_s"]
     scored = [r for r in toy_run.records if r.success is not None]
     assert scored and all(len(r.success_per_seed) == 2 for r in scored if r.stage == "full")
     assert all(len(r.curves["success"]) > 0 for r in scored)
