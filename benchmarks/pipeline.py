@@ -14,9 +14,9 @@ first-generation program from the task's offline catalog). Two runs of the same 
 It prints each run's wall time per iteration and the share of it the loop spent waiting
 on the LLM (asking and checking while nothing trained), and, last, ``sync / pipelined``.
 Both runs get the same programs in the same batches (the fake model's n-th answer of a
-run is the same program), and JAX's persistent compilation cache is off (unless
-LIMEN_JAX_XLA_CACHE is set), so both compile and train the same work. The pipelined run
-goes first.
+run is the same program); JAX's persistent compilation cache is off (unless
+LIMEN_JAX_XLA_CACHE is set) and the process's compiled training functions are dropped
+before each run, so both compile and train the same work. The pipelined run goes first.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ from fake_anthropic import FakeAnthropic, Reply  # noqa: E402
 
 import limen_jax as lj  # noqa: E402
 from limen_jax.llm import MutationRequest, OfflineMutator  # noqa: E402
+from limen_jax.program import Limits, check_sample  # noqa: E402
+from limen_jax.rl.trainer import forget_cores  # noqa: E402
 
 
 class Model:
@@ -90,9 +92,14 @@ def main(argv: list[str] | None = None) -> int:
     with FakeAnthropic(responder=model) as fake, tempfile.TemporaryDirectory() as tmp:
         os.environ["ANTHROPIC_API_KEY"] = "fake-key"
         os.environ["ANTHROPIC_BASE_URL"] = fake.url
+        # both runs start equal: the checker's sample transitions computed once for both,
+        # every training function compiled afresh by each (persistent cache off, and this
+        # process's compiled functions dropped before each run)
+        check_sample(lj.make(args.task), Limits())
         runs = []
         for pipeline in (True, False):
             model.restart()
+            forget_cores()
             runs.append(run(args.task, iterations, args.candidates, pipeline, Path(tmp)))
         print(f"\n{args.task}: {iterations} generations x {args.candidates} candidates, "
               f"fake LLM latency {args.latency:.0f} s, {fake.posts} calls")

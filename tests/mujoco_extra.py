@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +40,31 @@ def require_mujoco() -> None:
         pytest.skip("the MuJoCo extra is not installed (pip install -e '.[mujoco]')", allow_module_level=True)
     for module in EXTRA.values():
         importlib.import_module(module)  # a broken install fails the test here
+
+
+# A first generation of two programs, one compiled batch, a few updates: an evolve run on
+# a MuJoCo task that spends its time on what a test checks, not on training.
+TINY_EVOLVE = {
+    "search": {"iterations": 0, "candidates": 2, "seeds": 1},
+    "cascade": {"short_steps": 0, "full_steps": 256},
+    "llm": {"mutator": "offline"},
+    "ppo": {"num_envs": 8, "rollout_len": 8, "epochs": 1, "minibatches": 2, "eval_episodes": 2,
+            "actor_hidden": [16], "critic_hidden": [16]},
+}  # fmt: skip
+
+
+def evolve_cli(task: str, tmp_path: Path, config: dict) -> tuple[list[dict], list[str], Path]:
+    """``python -m limen_jax.evolve --task TASK --config ...`` to completion; its event log,
+    its programs' sources and its run directory (every artifact checked present)."""
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps(config))
+    run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "limen_jax.evolve", "--task", task, "--config", str(cfg), "--run-dir", str(run_dir)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    assert out.returncode == 0, out.stderr[-3000:]
+    for name in ("config.json", "state.json", "best_interface.py", "progress.png", "archive.png"):
+        assert (run_dir / name).stat().st_size > 0, name
+    assert "best" in out.stdout
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+    assert events[-1]["event"] == "run_end" and events[-1]["stopped"] == "finished"
+    return events, [p.read_text() for p in sorted((run_dir / "programs").glob("*.py"))], run_dir

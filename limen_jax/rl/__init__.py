@@ -47,12 +47,14 @@ def train(
     steps: int = 1_000_000,
     preset: str = "cpu",
     config: PPOConfig | None = None,
+    rollout: str = "auto",
     **overrides: Any,
 ) -> BatchResult:
     """Train one or several interfaces (default: the task's own) with several seeds at once.
 
     ``config`` defaults to ``PPOConfig.preset(task.name, preset)``; keyword ``overrides``
-    replace single fields (``lr=3e-4``).
+    replace single fields (``lr=3e-4``). ``rollout``: "split", "fused" or "auto" (see
+    :func:`train_batch`).
     """
     task = make(task_or_name) if isinstance(task_or_name, str) else task_or_name
     if interfaces is None:
@@ -62,4 +64,4 @@ def train(
     cfg = config or PPOConfig.preset(task.name, preset)
     if overrides:
         cfg = cfg.replace(**overrides)
-    return train_batch(task, list(interfaces), seeds=seeds, total_steps=steps, config=cfg)
+    return train_batch(task, list(interfaces), seeds=seeds, total_steps=steps, config=cfg, rollout=rollout)

@@ -69,11 +69,19 @@ def run_cascade(
     seeds: int | Sequence[int],
     threshold: float,
     eval_key: int = 0,
+    rollout: str = "split",
+    pad_to: int | None = None,
 ) -> list[CascadeResult]:
     """Run the cascade over ``interfaces``; one result per interface, in order.
 
     Budgets are env steps per seed, rounded down to whole updates. A short budget at
     least the full one means a single full stage for every candidate (short_success NaN).
+    ``rollout``: "split" (default: a search's batches share every compiled function but
+    the programs' kernel) or "fused" (see :class:`BatchTrainer`).
+    ``pad_to``: train at least this many slots per stage (copies of the last candidate
+    fill the rest and are dropped), so that a search whose batches lose a candidate to
+    the checker keeps its compiled shapes; the second stage pads its survivors to the
+    next power of two (at most ``pad_to``), never wasting more than half of it.
     """
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
     if not seed_list:
@@ -81,18 +89,22 @@ def run_cascade(
     full_u = config.num_updates(full_steps)
     short_u = min(config.num_updates(short_steps), full_u)
     key = jax.random.key(eval_key)
+    n = len(interfaces)
+    if not n:
+        return []
+    padded = _padded(list(interfaces), max(n, pad_to or n))
     if short_u >= full_u:  # no gate: one full stage
-        batch = train_batch(task, interfaces, seeds=seed_list, total_steps=full_steps, config=config,
-                            eval_key=eval_key)  # fmt: skip
-        out = [_result(batch, k, "full", True, float("nan")) for k in range(len(interfaces))]
+        batch = train_batch(task, padded, seeds=seed_list, total_steps=full_steps, config=config,
+                            eval_key=eval_key, rollout=rollout)  # fmt: skip
+        out = [_result(batch, k, "full", True, float("nan")) for k in range(n)]
         return _phases(out, [batch])
 
     t0 = time.perf_counter()
-    first = BatchTrainer(task, interfaces, config, 1)
+    first = BatchTrainer(task, padded, config, 1, rollout=rollout)
     state1 = first.init(seed_list[:1], full_u)
     state1, curves1 = first.run(state1, short_u)
     (success1, returns1), eval1_s = timed_evaluation(first, state1, key)
-    survivors = [k for k in range(len(interfaces)) if success1[k, 0] >= threshold]
+    survivors = [k for k in range(n) if success1[k, 0] >= threshold]
     stage1 = BatchResult(
         names=first.names, seeds=seed_list[:1], success=success1, final_return=returns1, curves=curves1,
         steps=short_u * config.steps_per_update, wall_s=time.perf_counter() - t0, compile_s=first.compile_s,
@@ -101,15 +113,17 @@ def run_cascade(
     stages = [stage1]
 
     results: list[CascadeResult | None] = [None] * len(interfaces)
-    for k in range(len(interfaces)):
+    for k in range(n):
         if k not in survivors:
             results[k] = _result(stage1, k, "short", False, float(success1[k, 0]))
 
     if survivors:
         t1 = time.perf_counter()
-        second = BatchTrainer(task, [interfaces[k] for k in survivors], config, len(seed_list), width=first.width)
+        rows = stage_rows(survivors, len(padded)) if pad_to else survivors
+        second = BatchTrainer(task, [interfaces[k] for k in rows], config, len(seed_list), width=first.width,
+                              rollout=rollout)  # fmt: skip
         state2 = second.init(seed_list, full_u)
-        state2 = second.graft(state2, state1, survivors, seed_index=0)
+        state2 = second.graft(state2, state1, rows, seed_index=0)
         rest = full_u - short_u
         state2, curves2 = second.run(state2, full_u if len(seed_list) > 1 else rest)
         (success2, returns2), eval2_s = timed_evaluation(second, state2, key)
@@ -117,7 +131,7 @@ def run_cascade(
         for name, c2 in curves2.items():
             c = np.full(c2.shape[:2] + (full_u,), np.nan, np.float32)
             c[:, 1:] = c2[:, 1:, :full_u]
-            c[:, 0, :short_u] = curves1[name][survivors, 0, :short_u]
+            c[:, 0, :short_u] = curves1[name][rows, 0, :short_u]
             c[:, 0, short_u:] = c2[:, 0, :rest]
             curves[name] = c
         stage2 = BatchResult(
@@ -136,6 +150,18 @@ def _phases(results: list[CascadeResult], stages: list[BatchResult]) -> list[Cas
     compile_s = sum(b.compile_s for b in stages)
     eval_s = sum(b.eval_s for b in stages)
     return [dataclasses.replace(r, compile_s=compile_s, eval_s=eval_s) for r in results]
+
+
+def _padded(items: list[Any], size: int) -> list[Any]:
+    """``items`` filled up to ``size`` with copies of its last element."""
+    return items + items[-1:] * (size - len(items))
+
+
+def stage_rows(survivors: list[int], stage1_size: int) -> list[int]:
+    """The stage-1 rows that stage 2 trains: the survivors, padded with copies of the last
+    to the next power of two (at most ``stage1_size``), so a search sees few shapes."""
+    size = min(stage1_size, 1 << max(len(survivors) - 1, 0).bit_length())
+    return _padded(survivors, max(size, len(survivors)))
 
 
 def _result(batch: BatchResult, k: int, stage: str, passed: bool, short_success: float) -> CascadeResult:

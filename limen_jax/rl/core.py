@@ -27,7 +27,7 @@ from limen_jax.rl.env import EnvState, ResetPool, take_fresh, tree_where, vmap_l
 from limen_jax.rl.networks import ActorCritic
 from limen_jax.rl.normalize import Moments, ObsStats, batch_moments, init_stats, normalize, update_stats
 from limen_jax.rl.ppo import Batch, FlatTree
-from limen_jax.rl.update import finish_update
+from limen_jax.rl.update import finish_update, stack_records
 from limen_jax.task import Task, TaskState
 
 PyTree = Any
@@ -320,8 +320,13 @@ class Core:
         return nxt, (batch, extra, moments)
 
     def update(self, ts: TrainState, ro: Rollout, records: list[Any]) -> tuple[TrainState, dict[str, jax.Array]]:
-        """GAE and PPO on the rollout's records, statistics, freezing and metrics."""
-        return finish_update(self, ts, ro, records)
+        """GAE and PPO on the rollout's records (one per step), statistics, freezing and metrics."""
+        return finish_update(self, ts, ro, stack_records(records))
+
+    def update_stacked(self, ts: TrainState, ro: Rollout, stacked: Any) -> tuple[TrainState, dict[str, jax.Array]]:
+        """:meth:`update` on records already stacked per slot, leaves [K, S, T, N, ...]
+        (what a fused rollout returns)."""
+        return finish_update(self, ts, ro, stacked)
 
 
 def _fresh(task: TaskState, obs: jax.Array) -> EnvState:

@@ -40,7 +40,8 @@ from limen_jax.rl.config import PPOConfig
 from limen_jax.rl.core import Core, TrainState
 from limen_jax.rl.env import BatchedInterface, vmap_lead
 from limen_jax.rl.evaluate import eval_begin, eval_init, eval_settle
-from limen_jax.rl.kernel import ProgramKernel
+from limen_jax.rl.fused import FusedRollout
+from limen_jax.rl.kernel import ProgramKernel, kernel_fn
 from limen_jax.rl.result import BatchResult
 from limen_jax.rl.update import METRICS
 from limen_jax.task import Task
@@ -48,21 +49,40 @@ from limen_jax.xla_cache import enable_compilation_cache
 
 PyTree = Any
 
-__all__ = ["METRICS", "BatchTrainer", "TrainState", "bucket_width", "timed_evaluation", "train_batch"]
+__all__ = [
+    "FUSE_MIN_UPDATES", "METRICS", "BatchTrainer", "TrainState", "bucket_width", "forget_cores", "timed_evaluation",
+    "train_batch",
+]  # fmt: skip
 
 
 def bucket_width(dim: int) -> int:
-    """The padded observation width for a widest obs_dim of ``dim``: a multiple of 32 up
-    to 256, then of 128, so that batches of new programs mostly repeat a few shapes."""
+    """The padded observation width for a widest obs_dim of ``dim``: 64, 128, 256 or 512
+    (then multiples of 512), so that every batch of programs (1-512 features) falls in
+    one of four shapes and a search compiles the program-independent part at most four
+    times. Padding costs little: on a 2-core CPU an xland update of 2 x 2 slots at width
+    64 took 3 % longer than at 32, at 128 about 17 % (docs/training.md); a new shape
+    costs a 20-40 s compile there."""
     dim = max(int(dim), 1)
-    step = 32 if dim <= 256 else 128
-    return -(-dim // step) * step
+    if dim > 512:
+        return -(-dim // 512) * 512
+    return max(64, 1 << (dim - 1).bit_length())
 
+
+# A single run of at least this many updates fuses its rollout (train_batch's "auto"):
+# on a 2-core CPU a fused xland rollout saved ~13 ms per update and cost ~2 s more
+# compiling than the split one (docs/training.md), even at ~150 updates.
+FUSE_MIN_UPDATES = 200
 
 # One Core per (task, config, width, sharding): its compiled functions serve every
 # batch of programs of those shapes in this process. A task is known by its class, name,
 # horizon and parameters (what ``Task.with_params`` changes).
 _CORES: dict[tuple[Any, ...], Core] = {}
+
+
+def forget_cores() -> None:
+    """Drop this process's compiled program-independent functions, so the next batch of
+    every shape compiles them again (benchmarks comparing cold runs in one process)."""
+    _CORES.clear()
 
 
 def shared_core(task: Task, config: PPOConfig, width: int, sharded: bool) -> Core:
@@ -84,6 +104,10 @@ class BatchTrainer:
 
     ``width``: pad observations to this many features (default: the bucket of the widest
     candidate); the cascade keeps one width across stages so states can be carried over.
+    ``rollout``: "split" (default) steps each rollout through the shared, once-compiled
+    ``act`` and ``settle`` and the batch's kernel, so a new batch compiles only its
+    programs; "fused" compiles the whole rollout with the programs inside as one scan
+    per batch (:mod:`limen_jax.rl.fused`): a few seconds more compiling, faster running.
     ``compile_s``: seconds this trainer spent compiling (kernel and any core function
     not compiled before in this process).
     """
@@ -97,7 +121,10 @@ class BatchTrainer:
         *,
         width: int | None = None,
         shard: bool = True,
+        rollout: str = "split",
     ) -> None:
+        if rollout not in ("split", "fused"):
+            raise ValueError(f"rollout must be 'split' or 'fused', got {rollout!r}")
         enable_compilation_cache()
         self.task = task
         self.config = config
@@ -117,6 +144,10 @@ class BatchTrainer:
         self._core_compile_s = 0.0
         shape = (self.num_candidates, self.num_seeds, config.num_envs)
         self._no_action = self.net.dist.to_env(self.net.dummy_action(shape))
+        self.fused: FusedRollout | None = None
+        if rollout == "fused":
+            wrap = None if self.mesh is None else self._shard
+            self.fused = FusedRollout(self.core, kernel_fn(self.iface), self._no_action, wrap)
 
     @property
     def names(self) -> list[str]:
@@ -124,8 +155,12 @@ class BatchTrainer:
 
     @property
     def kernel_compile_s(self) -> float:
-        """Seconds spent compiling the programs' kernel (the per-batch part)."""
-        return self.kernel.compile_s
+        """Seconds spent compiling the per-batch part: the programs' kernel, and the fused
+        rollout that contains them (``rollout="fused"``)."""
+        return self.kernel.compile_s + (self.fused.compile_s if self.fused is not None else 0.0)
+
+    def _account(self) -> None:
+        self.compile_s = self._core_compile_s + self.kernel_compile_s
 
     def _shard(self, fn: Any, nargs: int) -> Any:
         spec = PartitionSpec(None, "seed")
@@ -135,7 +170,7 @@ class BatchTrainer:
         wrap = self._shard if shard and self.mesh is not None else None
         exe, seconds = self.core.compiled(name, fn, wrap, donate, *args)
         self._core_compile_s += seconds
-        self.compile_s = self._core_compile_s + self.kernel.compile_s
+        self._account()
         if self.mesh is not None:  # e.g. zero-size leaves come back replicated
             args = jax.device_put(args, exe.input_shardings[0])
         return exe(*args)
@@ -143,7 +178,7 @@ class BatchTrainer:
     def _observe(self, tasks: Any) -> jax.Array:
         """φ of fresh task states [K, S, N] through the kernel (R skipped)."""
         obs = self.kernel(tasks.sim, self._no_action, tasks.sim, False)[1]
-        self.compile_s = self._core_compile_s + self.kernel.compile_s
+        self._account()
         return obs
 
     # --- initial state ------------------------------------------------------------------
@@ -200,6 +235,10 @@ class BatchTrainer:
         tasks = [self._call("reset", core.reset_tasks, (), k) for k in reset_keys]
         obs = [self._observe(t) for t in tasks]
         ts, ro = self._call("start", core.start, (), ts, key, k_roll, k_ppo, tasks, obs)
+        if self.fused is not None:
+            ro, stacked = self.fused(ts, ro)
+            self._account()
+            return self._call("update_stacked", core.update_stacked, (), ts, ro, stacked)
         greedy = jnp.zeros(ts.update.shape, bool)
         records = []
         for _ in range(cfg.rollout_len):
@@ -245,7 +284,7 @@ class BatchTrainer:
                                greedy)  # fmt: skip
             reward, next_obs = self.kernel(c.env.task.sim, acted.action, acted.next_task.sim, True)
             c = self._call("eval_settle", settle, (), c, acted, reward, next_obs)
-        self.compile_s = self._core_compile_s + self.kernel.compile_s
+        self._account()
         success = np.asarray(c.success, np.float32)[..., :E].mean(-1)
         returns = np.asarray(c.returns, np.float32)[..., :E].mean(-1)
         return success, returns
@@ -268,17 +307,22 @@ def train_batch(
     total_steps: int,
     config: PPOConfig,
     eval_key: int = 0,
+    rollout: str = "auto",
 ) -> BatchResult:
     """Train every interface with every seed (K x S policies) in one compiled call, then
     evaluate each on fresh episodes. ``seeds``: a count (seeds 0..n-1) or explicit list.
 
     ``total_steps`` env steps per (candidate, seed), rounded down to whole updates of
-    ``config.num_envs x config.rollout_len`` steps (at least one).
+    ``config.num_envs x config.rollout_len`` steps (at least one). ``rollout``: "split",
+    "fused" (see :class:`BatchTrainer`) or "auto": fused for runs of at least
+    :data:`FUSE_MIN_UPDATES` updates, where faster steps repay the larger compile.
     """
     start = time.perf_counter()
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
-    trainer = BatchTrainer(task, interfaces, config, len(seed_list))
     updates = config.num_updates(total_steps)
+    if rollout == "auto":
+        rollout = "fused" if updates >= FUSE_MIN_UPDATES else "split"
+    trainer = BatchTrainer(task, interfaces, config, len(seed_list), rollout=rollout)
     state = trainer.init(seed_list, updates)
     state, curves = trainer.run(state, updates)
     (success, returns), eval_s = timed_evaluation(trainer, state, jax.random.key(eval_key))

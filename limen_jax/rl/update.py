@@ -31,16 +31,23 @@ METRICS = (
 )
 
 
-def finish_update(
-    core: Core, ts: TrainState, ro: Rollout, records: list[tuple[Batch, dict[str, jax.Array], Any]]
-) -> tuple[TrainState, dict[str, jax.Array]]:
-    """records: the T steps' (Batch, extra, Moments), leaves [K, S, N, ...] -> the new
-    state and metrics name -> float32[K, S] (NaN where the slot is frozen)."""
+Records = tuple[Batch, dict[str, jax.Array], Any]
+
+
+def stack_records(records: list[Records]) -> Records:
+    """The T steps' (Batch, extra, Moments), leaves [K, S, N, ...], stacked per slot
+    time-major: leaves [K, S, T, N, ...]."""
+    return jax.tree.map(lambda *x: jnp.stack(x, axis=2), *records)
+
+
+def finish_update(core: Core, ts: TrainState, ro: Rollout, stacked: Records) -> tuple[TrainState, dict[str, jax.Array]]:
+    """stacked: the rollout's (Batch, extra, Moments), leaves [K, S, T, N, ...] (see
+    :func:`stack_records`) -> the new state and metrics name -> float32[K, S] (NaN where
+    the slot is frozen)."""
     slots = lambda f: vmap_lead(f, 2)  # noqa: E731
     cfg = core.config
     K, S = ts.update.shape  # S is the local shard when the seed axis is sharded
-    # per slot, time-major [K, S, T, N]
-    batch, extra, moments = jax.tree.map(lambda *x: jnp.stack(x, axis=2), *records)
+    batch, extra, moments = stacked
 
     obs = core.normalize(ts.obs_stats, ts.dims, ro.env.obs)
     last = slots(core.policy_step)(ts.params, ro.carry, obs, ro.prev_action, ro.prev_reward, ro.env.t == 0)[2]

@@ -33,14 +33,15 @@ class Budget:
 @dataclasses.dataclass(frozen=True)
 class EvalJob:
     """What a submission asks: the task, its interfaces, the training seeds and budget,
-    the PPO config. batch_error: set when the batched call failed and each candidate was
-    retried alone (its message, for the run log)."""
+    the PPO config. pad_to: the batch size the search asks for; a batch that lost
+    candidates to the checker is padded to it so compiled shapes repeat (None: no padding)."""
 
     task: Any
     interfaces: Sequence[Any]
     seeds: Sequence[int]
     budget: Budget
     config: Any
+    pad_to: int | None = None
 
 
 @dataclasses.dataclass
@@ -74,7 +75,7 @@ def evaluate(job: EvalJob) -> EvalBatch:
     kwargs: dict[str, Any] = dict(config=job.config, short_steps=b.short_steps, full_steps=b.full_steps,
                                   seeds=list(job.seeds), threshold=b.threshold)
     try:
-        results: list[Any] = list(rl.run_cascade(job.task, list(job.interfaces), **kwargs))
+        results: list[Any] = list(rl.run_cascade(job.task, list(job.interfaces), pad_to=job.pad_to, **kwargs))
         return _with_phases(EvalBatch(results, None, time.perf_counter() - t0), results[:1])
     except Exception as exc:
         first: Exception = exc
@@ -94,8 +95,9 @@ def _with_phases(batch: EvalBatch, calls: list[Any]) -> EvalBatch:
     """Add the compile and evaluation seconds of ``calls`` (one result per run_cascade
     call: every result of a call carries that call's totals)."""
     done = [r for r in calls if not isinstance(r, BaseException)]
-    batch.compile_s = sum(float(r.compile_s) for r in done)
-    batch.eval_s = sum(float(r.eval_s) for r in done)
+    if all(hasattr(r, "compile_s") and hasattr(r, "eval_s") for r in done):  # else the split is unknown
+        batch.compile_s = sum(float(r.compile_s) for r in done)
+        batch.eval_s = sum(float(r.eval_s) for r in done)
     return batch
 
 

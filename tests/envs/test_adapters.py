@@ -9,14 +9,10 @@ evolve run on one); the others are ``slow``.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import jax
 import jax.numpy as jnp
 import pytest
-from mujoco_extra import require_mujoco
+from mujoco_extra import TINY_EVOLVE, evolve_cli, require_mujoco
 
 require_mujoco()
 
@@ -142,27 +138,11 @@ def test_every_generated_catalog_block_passes_the_checker(name):
     assert {"native", "time"} <= set(genome["features"]) and {"native", "alive", "control"} <= set(genome["terms"])
 
 
-TINY = {
-    "search": {"iterations": 0, "candidates": 2, "seeds": 1},
-    "cascade": {"short_steps": 0, "full_steps": 256},
-    "llm": {"mutator": "offline"},
-    "ppo": {"num_envs": 8, "rollout_len": 8, "epochs": 1, "minibatches": 2, "eval_episodes": 2,
-            "actor_hidden": [16], "critic_hidden": [16]},
-}  # fmt: skip
-
-
 @pytest.mark.parametrize("name", [n if n == IN_CI[0] else pytest.param(n, marks=pytest.mark.slow) for n in INTERFACES])
 def test_offline_evolve_end_to_end(name, tmp_path):
     """The generated catalog feeds the offline mutator; a first generation is checked,
     trained and scored with nothing rejected (mutation itself: tests/evolve)."""
-    cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps(TINY))
-    run_dir = tmp_path / "run"
-    cmd = [sys.executable, "-m", "limen_jax.evolve", "--task", name, "--config", str(cfg), "--run-dir", str(run_dir)]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-    assert out.returncode == 0, out.stderr[-3000:]
-    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
-    assert events[-1]["event"] == "run_end" and events[-1]["stopped"] == "finished"
+    events, _, run_dir = evolve_cli(name, tmp_path, TINY_EVOLVE)
     assert len([e for e in events if e["event"] == "score"]) == 2
     assert not [e for e in events if e["event"] == "reject"]
     assert "f_native" in (run_dir / "best_interface.py").read_text()

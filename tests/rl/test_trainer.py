@@ -18,6 +18,7 @@ from toy_tasks import Corridor, Reach1D
 
 from limen_jax.interface import Interface, default_interface
 from limen_jax.rl import BatchResult, BatchTrainer, PPOConfig, run_cascade, train_batch
+from limen_jax.rl.cascade import stage_rows
 
 CFG = PPOConfig(num_envs=32, rollout_len=16, epochs=4, minibatches=4, lr=3e-3, eval_episodes=64)
 STEPS = 16 * CFG.steps_per_update  # 16 updates: the corridor is solved by then
@@ -28,9 +29,9 @@ IFACES = corridor_interfaces()
 U = 4  # updates per compiled call; short runs stay within float tolerance of each other
 
 
-def _train(ifaces, chunks=1):
+def _train(ifaces, chunks=1, rollout="split"):
     """Train ``ifaces`` x SEEDS for chunks x U updates; snapshot after the first chunk."""
-    tr = BatchTrainer(Corridor(), ifaces, CFG, len(SEEDS))
+    tr = BatchTrainer(Corridor(), ifaces, CFG, len(SEEDS), rollout=rollout)
     state = tr.init(SEEDS, U * chunks)
     state, curves = tr.run(state, U)
     snap = {
@@ -85,13 +86,46 @@ def test_batched_equals_training_each_candidate_alone(runs):
         np.testing.assert_allclose(mixed["mean"][k][:, :dim], one["mean"][0][:, :dim], rtol=1e-5, atol=1e-6)
 
 
+def test_fused_rollout_trains_exactly_as_the_split_one(runs):
+    """The rollout compiled as one scan with the programs inside (rollout="fused") runs
+    the same functions in the same order as the split path's act -> kernel -> settle."""
+    split = runs["mixed"]
+    fused, tr, _, _ = _train([IFACES["obs7"], IFACES["obs300"]], rollout="fused")
+    assert tr.fused is not None and tr.kernel_compile_s > tr.kernel.compile_s > 0  # the scan counts as per-batch
+    np.testing.assert_array_equal(fused["success"], split["success"])
+    for curve in ("return", "success", "episode_length", "episodes", "pool_overflow"):
+        np.testing.assert_allclose(fused["curves"][curve], split["curves"][curve], rtol=1e-5, atol=1e-6)
+    for curve in ("value_loss", "entropy", "approx_kl"):
+        np.testing.assert_allclose(fused["curves"][curve], split["curves"][curve], rtol=1e-3, atol=1e-5)
+    for layer, p in split["params"]["params"].items():
+        np.testing.assert_allclose(fused["params"]["params"][layer]["kernel"], p["kernel"], rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(fused["mean"], split["mean"], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="rollout must be"):
+        BatchTrainer(Corridor(), [IFACES["obs7"]], CFG, 1, rollout="scan")
+
+
+def test_reset_every_step_trains_the_same_split_or_fused():
+    """reset_pool=0: every env gets a fresh start state at every step (observed through
+    the kernel), in both rollout paths."""
+    cfg = CFG.replace(reset_pool=0)
+    out = {}
+    for rollout in ("split", "fused"):
+        tr = BatchTrainer(Corridor(), [IFACES["obs7"]], cfg, 1, rollout=rollout)
+        state, curves = tr.run(tr.init([0], 2), 2)
+        out[rollout] = curves, np.asarray(state.params)
+    assert np.all(out["split"][0]["episodes"] > 0) and np.all(out["split"][0]["pool_overflow"] == 0)
+    for name in ("return", "success", "episode_length", "episodes"):
+        np.testing.assert_allclose(out["fused"][0][name], out["split"][0][name], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out["fused"][1], out["split"][1], rtol=1e-4, atol=1e-5)
+
+
 def test_padded_features_never_reach_the_network(runs):
-    # obs7 sits padded to 384 (the width bucket of 300) next to obs300: its input rows
+    # obs7 sits padded to 512 (the width bucket of 300) next to obs300: its input rows
     # past 7 stay exactly 0 and its normalisation statistics there stay exactly (0, 1)
     mixed = runs["mixed"]
     for layer in ("actor_0", "critic_0"):
         kernel = mixed["params"]["params"][layer]["kernel"]
-        assert kernel.shape[-2] == 384
+        assert kernel.shape[-2] == 512
         assert np.abs(kernel[1, :, 300:]).max() == 0.0
         assert np.abs(kernel[0, :, 7:]).max() == 0.0
         assert np.abs(kernel[1, :, 7:]).max() > 0.0
@@ -119,6 +153,35 @@ def test_cascade_gates_and_continues_the_short_run(runs):
     fb = good.feedback
     assert fb["success_per_seed"] == [round(float(x), 4) for x in full["success"][0]]
     assert fb["trend"] in ("improving", "flat", "declining") and isinstance(fb["plateau"], bool)
+
+
+def test_padded_cascade_keeps_its_shapes_and_its_results(runs):
+    """pad_to: one candidate trains as two slots in stage 1 (a copy fills the batch; the
+    shapes of the cascade test above, so nothing new compiles); the copy is dropped and
+    the candidate's result is what it gets alone. Stage 2 pads survivors to the next
+    power of two, at most the stage-1 size."""
+    import limen_jax.rl.trainer as trainer_mod
+
+    seen = []
+    real = trainer_mod.BatchTrainer.__init__
+
+    def spy(self, task, interfaces, config, num_seeds, **kw):
+        seen.append((len(interfaces), num_seeds))
+        real(self, task, interfaces, config, num_seeds, **kw)
+
+    trainer_mod.BatchTrainer.__init__ = spy
+    try:
+        (only,) = run_cascade(Corridor(), [IFACES["obs7"]], config=CFG, short_steps=2 * CFG.steps_per_update,
+                              full_steps=U * CFG.steps_per_update, seeds=SEEDS, threshold=0.1, pad_to=2)  # fmt: skip
+    finally:
+        trainer_mod.BatchTrainer.__init__ = real
+    assert seen == [(2, 1), (1, 2)] and only.stage == "full"
+    full = runs["obs7"]
+    np.testing.assert_array_equal(only.success_per_seed, full["success"][0])
+    np.testing.assert_allclose(only.curves_per_seed["return"], full["curves"]["return"][0], rtol=1e-5, atol=1e-6)
+    assert stage_rows([0, 2, 5], 8) == [0, 2, 5, 5] and stage_rows([0, 2, 5], 3) == [0, 2, 5]
+    assert stage_rows([4], 8) == [4] and stage_rows([1, 3], 8) == [1, 3]
+    assert stage_rows(list(range(5)), 6) == [0, 1, 2, 3, 4, 4]
 
 
 def test_feedback_summarises_the_learning_curve(runs):
