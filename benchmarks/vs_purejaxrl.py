@@ -181,6 +181,7 @@ def main() -> None:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--seeds", type=int, default=None)
+    p.add_argument("--rollout", default="auto", choices=["auto", "split", "fused"], help="our trainer's rollout path")
     args = p.parse_args()
     steps = args.steps or (250_000 if args.quick else 1_000_000)
     seeds = args.seeds or (1 if args.quick else 3)
@@ -210,9 +211,9 @@ def main() -> None:
           f"{np.round(base_success, 3).tolist()}", flush=True)  # fmt: skip
 
     t0 = time.perf_counter()
-    ours = train_batch(task, [iface], seeds=seeds, total_steps=steps, config=cfg)
+    ours = train_batch(task, [iface], seeds=seeds, total_steps=steps, config=cfg, rollout=args.rollout)
     ours_wall = time.perf_counter() - t0
-    print(f"limen_jax PPO:   {ours_wall:6.1f} s for {seeds} seed(s) x {ours.steps:,} steps "
+    print(f"limen_jax PPO ({args.rollout} rollout): {ours_wall:6.1f} s for {seeds} seed(s) x {ours.steps:,} steps "
           f"({ours.compile_s:.1f} s compiling, {ours_wall - ours.compile_s:.1f} s running); "
           f"success {ours.success_mean[0]:.3f} "
           f"{np.round(ours.success[0], 3).tolist()}", flush=True)  # fmt: skip
