@@ -272,7 +272,7 @@ class Loop:
         seeds = [self.config.seed * 1000 + s for s in range(self.config.search.seeds)]
         short = c.short_steps if c.short_steps > 0 else c.full_steps  # 0: no cascade, one stage
         job = EvalJob(self.task, [ch.interface for ch in children], seeds, Budget(short, c.full_steps, c.threshold),
-                      self.ppo)
+                      self.ppo, watchdog_s=c.watchdog_s, watchdog_factor=c.watchdog_factor)
         return self.evaluator.submit(job)
 
     def _wait(self, future: cf.Future[EvalBatch] | None, it: int, n: int) -> EvalBatch:

@@ -6,8 +6,9 @@ next_state)``), in order, each failure a :class:`ProgramError`:
 1. trace one transition with ``jax.make_jaxpr`` under a deadline (stage "trace" or
    "timeout");
 2. walk the jaxpr before anything is compiled: no intermediate with more than
-   ``max_intermediate_elements`` elements, at most ``max_work_elements`` element
-   operations per state, no ``while`` loops ("allocation", "policy");
+   ``max_intermediate_elements`` elements, no ``while`` loops, and φ + R together at
+   most ``max_work_vs_step`` times the work of one environment step (within
+   [``min_work_elements``, ``max_work_elements``]) per transition ("allocation", "policy");
 3. output shape and dtype: observation float32[D], 1 <= D <= ``max_obs_dim``; reward
    float32[] ("shape", "dtype");
 4. the traced jaxprs are exported with ``jax.export`` (artifact.py); the serialised
@@ -31,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from limen_jax.program.cost import check_cost
+from limen_jax.program.cost import check_cost, check_total, work_budget
 from limen_jax.program.deadline import Deadline, MemoryLimit, deadline
 from limen_jax.program.errors import ProgramError, exception_summary, program_trace
 from limen_jax.task import Task, Transition
@@ -49,7 +50,11 @@ class Limits:
     run_seconds: running the compiled functions on the sample.
     max_intermediate_elements: largest array (elements) any operation may create, per state.
     max_work_elements: element operations per state summed over the program (loops
-        multiplied out; a matmul counts out x contraction).
+        multiplied out; a matmul counts out x contraction): the absolute ceiling.
+    max_work_vs_step: φ + R may cost this many times the work of one ``task.step``
+        (counted the same way) per transition; 0 for the ceiling alone.
+    min_work_elements: the floor of that relative budget (a task with a tiny step must
+        not refuse ordinary programs).
     max_memory_mb: how much the host process may grow while the module body runs or a
         function is traced (Python-level memory bombs; checked every 0.1 s, Linux).
     sample_size: transitions (s, a, s') sampled from random rollouts to check on.
@@ -70,6 +75,8 @@ class Limits:
     run_seconds: float = 30.0
     max_intermediate_elements: int = 2**24
     max_work_elements: int = 2**28
+    max_work_vs_step: float = 100.0
+    min_work_elements: int = 2**22
     max_memory_mb: int = 2048
     sample_size: int = 64
     sample_seed: int = 0
@@ -146,18 +153,29 @@ def trace_functions(
     limits: Limits,
     observe: Callable[[Any], Any] | None = None,
     reward: Callable[[Any, Any, Any], Any] | None = None,
+    *,
+    step_work: float = 0.0,
 ) -> Traced:
-    """Checks 1-3 on whichever of ``observe`` / ``reward`` is given; raise ProgramError."""
+    """Checks 1-3 on whichever of ``observe`` / ``reward`` is given; raise ProgramError.
+
+    step_work: element operations of one environment step (cost.step_work), the unit of
+    the relative work budget; 0 when unknown (the absolute ceiling alone applies).
+    """
     one = jax.tree.map(lambda x: x[0], sample)
     obs_jaxpr = reward_jaxpr = obs_dim = None
+    work = 0.0
     if observe is not None:
-        obs_jaxpr, out = _trace_checked(source, "get_observation", observe, (one.sim,), limits)
+        obs_jaxpr, out, cost = _trace_checked(source, "get_observation", observe, (one.sim,), limits)
         obs_dim = _check_observation_aval(out, limits)
+        work += cost
     if reward is not None:
-        reward_jaxpr, out = _trace_checked(
+        reward_jaxpr, out, cost = _trace_checked(
             source, "compute_reward", reward, (one.sim, one.action, one.next_sim), limits
         )
         _check_reward_aval(out)
+        work += cost
+    budget = work_budget(step_work, limits.max_work_vs_step, limits.min_work_elements, limits.max_work_elements)
+    check_total(work, step_work, budget)
     return Traced(obs_jaxpr, reward_jaxpr, obs_dim)
 
 
@@ -177,19 +195,20 @@ def check_values(values: dict[str, np.ndarray]) -> None:
 
 def _trace_checked(
     source: str, name: str, fn: Callable[..., Any], args: tuple[Any, ...], limits: Limits
-) -> tuple[Any, jax.ShapeDtypeStruct]:
-    """Trace ``fn(*args)`` to a jaxpr within the deadline; check its cost; return it and its output aval."""
+) -> tuple[Any, jax.ShapeDtypeStruct, float]:
+    """Trace ``fn(*args)`` to a jaxpr within the deadline; check its cost; return it, its
+    output aval and its work (element operations per state)."""
     try:
         with deadline(limits.trace_seconds, limits.max_memory_bytes):
             closed, out = jax.make_jaxpr(fn, return_shape=True)(*args)
     except BaseException as exc:  # every failure is the program's, mapped to a stage
         raise trace_error(exc, source, name, limits.trace_seconds) from None
-    check_cost(closed, name, limits.max_intermediate_elements, limits.max_work_elements)
+    work = check_cost(closed, name, limits.max_intermediate_elements, limits.max_work_elements)
     if not isinstance(out, jax.ShapeDtypeStruct):
         kind = "None (missing `return`?)" if out is None else f"a {type(out).__name__}"
         fix = "jnp.concatenate([...])" if name == "get_observation" else "a single jnp scalar"
         raise ProgramError("shape", f"`{name}` must return one jnp array, but returned {kind}; combine with {fix}.")
-    return closed, out
+    return closed, out, work
 
 
 _CONTROL_FLOW_HINT = (

@@ -65,11 +65,13 @@ def run_cascade(
     seeds: int | Sequence[int],
     threshold: float,
     eval_key: int = 0,
+    deadline: float | None = None,
 ) -> list[CascadeResult]:
     """Run the cascade over ``interfaces``; one result per interface, in order.
 
     Budgets are env steps per seed, rounded down to whole updates. A short budget at
     least the full one means a single full stage for every candidate (short_success NaN).
+    deadline: ``time.monotonic()`` seconds for the whole cascade (rl.watchdog.BatchTimeout).
     """
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
     if not seed_list:
@@ -79,13 +81,13 @@ def run_cascade(
     key = jax.random.key(eval_key)
     if short_u >= full_u:  # no gate: one full stage
         batch = train_batch(task, interfaces, seeds=seed_list, total_steps=full_steps, config=config,
-                            eval_key=eval_key)  # fmt: skip
+                            eval_key=eval_key, deadline=deadline)  # fmt: skip
         return [_result(batch, k, "full", True, float("nan")) for k in range(len(interfaces))]
 
     t0 = time.perf_counter()
     first = BatchTrainer(task, interfaces, config, 1)
     state1 = first.init(seed_list[:1], full_u)
-    state1, curves1 = first.run(state1, short_u)
+    state1, curves1 = first.run(state1, short_u, deadline)
     success1, returns1 = first.evaluate_full(state1, key)
     survivors = [k for k in range(len(interfaces)) if success1[k, 0] >= threshold]
     stage1 = BatchResult(
@@ -105,7 +107,7 @@ def run_cascade(
         state2 = second.init(seed_list, full_u)
         state2 = second.graft(state2, state1, survivors, seed_index=0)
         rest = full_u - short_u
-        state2, curves2 = second.run(state2, full_u if len(seed_list) > 1 else rest)
+        state2, curves2 = second.run(state2, full_u if len(seed_list) > 1 else rest, deadline)
         success2, returns2 = second.evaluate_full(state2, key)
         curves = {}
         for name, c2 in curves2.items():
