@@ -17,12 +17,16 @@ next_state)``), in order, each failure a :class:`ProgramError`:
    analysis is held to a budget per transition ("allocation");
 5. values: finite ("nonfinite"); the reward not constant over the sample ("constant").
 
+The sample (:func:`check_sample`) holds transitions from short and full-length random
+rollouts and from scripted ones (scripted.py), which reach states random play does not.
+
 All of this runs inside a sandboxed worker process (worker.py), never in the engine.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import threading
 from collections.abc import Callable
@@ -35,6 +39,7 @@ import numpy as np
 from limen_jax.program.cost import check_cost, check_total, work_budget
 from limen_jax.program.deadline import Deadline, MemoryLimit, deadline
 from limen_jax.program.errors import ProgramError, exception_summary, program_trace
+from limen_jax.program.scripted import scripted_transitions
 from limen_jax.task import Task, Transition
 from limen_jax.xla_cache import enable_compilation_cache
 
@@ -61,6 +66,8 @@ class Limits:
     sample_seed: seed of that sample (fixed, so checks are reproducible).
     long_sample_size: extra transitions from full-length episodes (late states of long
         random rollouts), 0 for none.
+    scripted_sample_size: extra transitions from scripted rollouts of the same length
+        (environment i follows ``task.scripted_action`` policy i), 0 for none.
     max_flops_per_transition: XLA's cost analysis of the compiled artifact (obs and
         reward together), per transition.
     worker_memory_mb: address-space limit of the sandboxed worker (JAX included).
@@ -81,6 +88,7 @@ class Limits:
     sample_size: int = 64
     sample_seed: int = 0
     long_sample_size: int = 32
+    scripted_sample_size: int = 16
     max_flops_per_transition: float = 2e8
     worker_memory_mb: int = 8192
     startup_seconds: float = 60.0
@@ -119,16 +127,32 @@ def sample_for(task: Task, size: int = 64, seed: int = 0, horizon: int | None = 
 _LONG_HORIZON_CAP = 512
 
 
+def scripted_for(task: Task, size: int, seed: int, horizon: int) -> Transition:
+    """``size`` transitions from scripted rollouts of ``horizon`` steps (scripted.py), cached."""
+    key = ("scripted", type(task), tuple(sorted(task.params.items())), size, seed, horizon)
+    with _SAMPLES_LOCK:
+        if key not in _SAMPLES:
+            enable_compilation_cache()
+            roll = jax.jit(functools.partial(scripted_transitions, task), static_argnums=(1, 2))
+            _SAMPLES[key] = jax.block_until_ready(roll(jax.random.key(seed), size, horizon))
+        return _SAMPLES[key]
+
+
 def check_sample(task: Task, limits: Limits) -> Transition:
-    """The transitions programs are checked on: ``limits.sample_size`` from rollouts of up
-    to 64 steps, plus ``limits.long_sample_size`` from full-length episodes (capped at
-    512 steps) when the episode is longer than 64 steps."""
-    base = sample_for(task, limits.sample_size, limits.sample_seed)
+    """The transitions programs are checked on: ``limits.sample_size`` from random rollouts
+    of up to 64 steps, plus ``limits.long_sample_size`` from full-length episodes (capped
+    at 512 steps) when the episode is longer than 64 steps, plus
+    ``limits.scripted_sample_size`` from scripted rollouts of full-length episodes (capped
+    likewise), in that order."""
+    parts = [sample_for(task, limits.sample_size, limits.sample_seed)]
     horizon = min(task.episode_length, _LONG_HORIZON_CAP)
-    if limits.long_sample_size <= 0 or horizon <= 64:
-        return base
-    late = sample_for(task, limits.long_sample_size, limits.sample_seed + 1, horizon)
-    return jax.tree.map(lambda a, b: jnp.concatenate([a, b]), base, late)
+    if limits.long_sample_size > 0 and horizon > 64:
+        parts.append(sample_for(task, limits.long_sample_size, limits.sample_seed + 1, horizon))
+    if limits.scripted_sample_size > 0:
+        parts.append(scripted_for(task, limits.scripted_sample_size, limits.sample_seed + 2, max(horizon, 2)))
+    if len(parts) == 1:
+        return parts[0]
+    return jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
 
 
 @dataclasses.dataclass(frozen=True)

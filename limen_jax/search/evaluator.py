@@ -209,7 +209,7 @@ class InProcessEvaluator:
                 return
             try:
                 batch = evaluate(job, self.budget_s(job))
-                if batch.batch_error is None:  # a clean batch's pace is the next one's expectation
+                if job.watchdog_s > 0 and batch.batch_error is None:  # a clean batch's pace: the next one's norm
                     self.per_update_s = batch.wall_s / max(1, updates_of(job))
                 future.set_result(batch)
             except BaseException as exc:  # handed to the waiting loop, which classifies it

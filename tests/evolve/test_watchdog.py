@@ -95,3 +95,49 @@ def test_the_budget_is_learned_from_earlier_batches():
     evaluator.per_update_s = 0.01
     assert evaluator.budget_s(j) == MIN_BUDGET_S
     assert InProcessEvaluator().budget_s(EvalJob(None, [], [0], j.budget, TINY, watchdog_s=0.0)) is None
+
+
+class Watchdogged:
+    """An evaluator whose batches came back from the watchdog: the first candidate was the
+    slow one (``stalled=False``), or nobody was (``stalled=True``)."""
+
+    def __init__(self, stalled: bool) -> None:
+        self.stalled, self.jobs = stalled, []
+
+    def submit(self, job):
+        import concurrent.futures as cf
+
+        from test_loop_parts import _fake_result
+
+        from limen_jax.search.evaluator import EvalBatch
+
+        self.jobs.append(job)
+        if self.stalled:
+            results = [TrainingStalled("training passed its deadline; no program is an outlier")] * 2
+        else:
+            results = [ProgramTooSlow("too slow in training: ..."), _fake_result(job.interfaces[1], success=0.5)]
+        future = cf.Future()
+        future.set_result(EvalBatch(results, "training passed its deadline", 1.0))
+        return future
+
+    def close(self):
+        pass
+
+
+def test_the_loop_blames_the_slow_program_and_stops_on_a_stall(tmp_path):
+    from test_loop_parts import config
+
+    import limen_jax as lj
+
+    slow = Watchdogged(stalled=False)
+    run = lj.evolve("toy_corridor", config(search={"iterations": 0}, cascade={"watchdog_s": 30.0}),
+                    run_dir=tmp_path / "slow", verbose=False, evaluator=slow)  # fmt: skip
+    assert run.complete and (slow.jobs[0].watchdog_s, slow.jobs[0].watchdog_factor) == (30.0, 5.0)
+    first, second = run.records
+    assert first.error["blame"] == "program" and first.error["message"].startswith("ProgramTooSlow: too slow")
+    assert second.success == 0.5
+
+    run = lj.evolve("toy_corridor", config(search={"iterations": 0}), run_dir=tmp_path / "stall", verbose=False,
+                    evaluator=Watchdogged(stalled=True))  # fmt: skip
+    assert not run.complete and run.stopped.startswith("stopped (engine)") and "no program is an outlier" in run.stopped
+    assert len(run.records) == 0  # nothing blamed on a program
