@@ -100,3 +100,14 @@ def test_reference_interfaces_fit_the_default_budget_with_margin(name: str) -> N
     total, step = _reference_work(name)
     budget = work_budget(step, limits.max_work_vs_step, limits.min_work_elements, limits.max_work_elements)
     assert 0 < total * 4 < budget
+
+
+def test_the_budget_and_sample_limits_come_from_the_config_file() -> None:
+    from limen_jax.config import EvolveConfig
+
+    cfg = EvolveConfig.from_dict({"checker": {"max_work_vs_step": 50.0, "min_work_elements": 1000,
+                                              "scripted_sample_size": 0}})  # fmt: skip
+    limits = Limits(**cfg.checker)
+    assert (limits.max_work_vs_step, limits.min_work_elements, limits.scripted_sample_size) == (50.0, 1000, 0)
+    with pytest.raises(ValueError, match="max_work_vs_stp"):
+        EvolveConfig.from_dict({"checker": {"max_work_vs_stp": 50.0}})
