@@ -50,8 +50,8 @@ def test_trainer_run_stops_at_its_deadline(programs):
 
     from limen_jax.rl import BatchTrainer
 
-    task, fast_a, _, _ = programs
-    trainer = BatchTrainer(task, [fast_a], TINY, 1)
+    task, fast_a, fast_b, _ = programs
+    trainer = BatchTrainer(task, [fast_a, fast_b], TINY, 1)  # K=2, S=1: compiled once for the other tests too
     state = trainer.init([0], 8)
     with pytest.raises(BatchTimeout) as hit:
         trainer.run(state, 8, deadline=time.monotonic())
