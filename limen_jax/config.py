@@ -53,11 +53,23 @@ class SearchConfig:
 @dataclasses.dataclass(frozen=True)
 class CascadeConfig:
     """Environment steps of the short single-seed run and of the full multi-seed run,
-    and the short run's success threshold (``short_steps=0`` skips the cascade)."""
+    and the short run's success threshold (``short_steps=0`` skips the cascade).
+
+    The batch watchdog (docs/security.md): a batch that trains longer than its budget is
+    stopped after the update in progress, the slow program found and dropped.
+    watchdog_s: the first batch's budget in seconds (0: no watchdog);
+    watchdog_factor: later batches get this many times the time expected from the
+    earlier batches' seconds per update (at least 60 s)."""
 
     short_steps: int = 500_000
     full_steps: int = 1_000_000
     threshold: float = 0.05
+    watchdog_s: float = 14_400.0
+    watchdog_factor: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.watchdog_s < 0 or self.watchdog_factor <= 0:
+            raise ValueError("cascade.watchdog_s must be >= 0 (0: off) and cascade.watchdog_factor > 0")
 
 
 @dataclasses.dataclass(frozen=True)

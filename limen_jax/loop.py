@@ -270,7 +270,8 @@ class Loop:
         seeds = [self.config.seed * 1000 + s for s in range(self.config.search.seeds)]
         short = c.short_steps if c.short_steps > 0 else c.full_steps  # 0: no cascade, one stage
         job = EvalJob(self.task, [ch.interface for ch in children], seeds, Budget(short, c.full_steps, c.threshold),
-                      self.ppo, pad_to=self.config.search.candidates)
+                      self.ppo, pad_to=self.config.search.candidates, watchdog_s=c.watchdog_s,
+                      watchdog_factor=c.watchdog_factor)  # fmt: skip
         return self.evaluator.submit(job)
 
     def _wait(self, future: cf.Future[EvalBatch] | None, it: int, n: int) -> EvalBatch:

@@ -191,6 +191,30 @@ class Task(abc.ABC):
         """Features and reward terms for the offline mutator; None if the task has none."""
         return None
 
+    def scripted_action(self, policy: jax.Array, t: jax.Array) -> jax.Array:
+        """The action scripted policy ``policy`` (int32[], any value) takes at step ``t``
+        (int32[], counted from the start of the rollout); an action of the action space.
+
+        The checker rolls these out, one policy per environment, to test programs on
+        states random play rarely reaches (an agent pressed against a far wall, an arm
+        at a joint limit). Override it to steer into the task's own extreme states. The
+        default is task-agnostic. Discrete(n): policy p (mod 2n) repeats action p for
+        p < n, else cycles through the actions two steps each, starting at p mod n.
+        Box(dim): policy p (mod 3 + 2 dim) is the zero action (clipped into the box),
+        every dimension at ``high``, every dimension at ``low``, then dimension i alone
+        at ``high`` (p = 3 + 2i) or at ``low`` (p = 4 + 2i).
+        """
+        space = self.action_space
+        if isinstance(space, Discrete):
+            p = policy % (2 * space.n)
+            return jnp.where(p < space.n, p, (t // 2 + p) % space.n).astype(jnp.int32)
+        p = policy % (3 + 2 * space.dim)
+        lone = jnp.arange(space.dim) == (p - 3) // 2
+        extreme = jnp.where((p - 3) % 2 == 0, space.high, space.low)
+        action = jnp.where(lone, extreme, jnp.clip(0.0, space.low, space.high))
+        action = jnp.where(p == 1, space.high, jnp.where(p == 2, space.low, action))
+        return jnp.where(p == 0, jnp.clip(0.0, space.low, space.high), action).astype(jnp.float32)
+
     def sample_transitions(self, key: jax.Array, num: int, horizon: int | None = None) -> Transition:
         """``num`` real transitions (s, a, s') from random-action rollouts.
 

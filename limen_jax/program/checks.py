@@ -6,8 +6,9 @@ next_state)``), in order, each failure a :class:`ProgramError`:
 1. trace one transition with ``jax.make_jaxpr`` under a deadline (stage "trace" or
    "timeout");
 2. walk the jaxpr before anything is compiled: no intermediate with more than
-   ``max_intermediate_elements`` elements, at most ``max_work_elements`` element
-   operations per state, no ``while`` loops ("allocation", "policy");
+   ``max_intermediate_elements`` elements, no ``while`` loops, and φ + R together at
+   most ``max_work_vs_step`` times the work of one environment step (within
+   [``min_work_elements``, ``max_work_elements``]) per transition ("allocation", "policy");
 3. output shape and dtype: observation float32[D], 1 <= D <= ``max_obs_dim``; reward
    float32[] ("shape", "dtype");
 4. the traced jaxprs are exported with ``jax.export`` (artifact.py); the serialised
@@ -16,12 +17,16 @@ next_state)``), in order, each failure a :class:`ProgramError`:
    analysis is held to a budget per transition ("allocation");
 5. values: finite ("nonfinite"); the reward not constant over the sample ("constant").
 
+The sample (:func:`check_sample`) holds transitions from short and full-length random
+rollouts and from scripted ones (scripted.py), which reach states random play does not.
+
 All of this runs inside a sandboxed worker process (worker.py), never in the engine.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import threading
 from collections.abc import Callable
@@ -31,9 +36,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from limen_jax.program.cost import check_cost
+from limen_jax.program.cost import check_cost, check_total, work_budget
 from limen_jax.program.deadline import Deadline, MemoryLimit, deadline
 from limen_jax.program.errors import ProgramError, exception_summary, program_trace
+from limen_jax.program.scripted import scripted_transitions
 from limen_jax.task import Task, Transition
 from limen_jax.xla_cache import enable_compilation_cache
 
@@ -49,13 +55,19 @@ class Limits:
     run_seconds: running the compiled functions on the sample.
     max_intermediate_elements: largest array (elements) any operation may create, per state.
     max_work_elements: element operations per state summed over the program (loops
-        multiplied out; a matmul counts out x contraction).
+        multiplied out; a matmul counts out x contraction): the absolute ceiling.
+    max_work_vs_step: φ + R may cost this many times the work of one ``task.step``
+        (counted the same way) per transition; 0 for the ceiling alone.
+    min_work_elements: the floor of that relative budget (a task with a tiny step must
+        not refuse ordinary programs).
     max_memory_mb: how much the host process may grow while the module body runs or a
         function is traced (Python-level memory bombs; checked every 0.1 s, Linux).
     sample_size: transitions (s, a, s') sampled from random rollouts to check on.
     sample_seed: seed of that sample (fixed, so checks are reproducible).
     long_sample_size: extra transitions from full-length episodes (late states of long
         random rollouts), 0 for none.
+    scripted_sample_size: extra transitions from scripted rollouts of the same length
+        (environment i follows ``task.scripted_action`` policy i), 0 for none.
     max_flops_per_transition: XLA's cost analysis of the compiled artifact (obs and
         reward together), per transition.
     worker_memory_mb: address-space limit of the sandboxed worker (JAX included).
@@ -70,10 +82,13 @@ class Limits:
     run_seconds: float = 30.0
     max_intermediate_elements: int = 2**24
     max_work_elements: int = 2**28
+    max_work_vs_step: float = 100.0
+    min_work_elements: int = 2**22
     max_memory_mb: int = 2048
     sample_size: int = 64
     sample_seed: int = 0
     long_sample_size: int = 32
+    scripted_sample_size: int = 16
     max_flops_per_transition: float = 2e8
     worker_memory_mb: int = 8192
     startup_seconds: float = 60.0
@@ -112,16 +127,32 @@ def sample_for(task: Task, size: int = 64, seed: int = 0, horizon: int | None = 
 _LONG_HORIZON_CAP = 512
 
 
+def scripted_for(task: Task, size: int, seed: int, horizon: int) -> Transition:
+    """``size`` transitions from scripted rollouts of ``horizon`` steps (scripted.py), cached."""
+    key = ("scripted", type(task), tuple(sorted(task.params.items())), size, seed, horizon)
+    with _SAMPLES_LOCK:
+        if key not in _SAMPLES:
+            enable_compilation_cache()
+            roll = jax.jit(functools.partial(scripted_transitions, task), static_argnums=(1, 2))
+            _SAMPLES[key] = jax.block_until_ready(roll(jax.random.key(seed), size, horizon))
+        return _SAMPLES[key]
+
+
 def check_sample(task: Task, limits: Limits) -> Transition:
-    """The transitions programs are checked on: ``limits.sample_size`` from rollouts of up
-    to 64 steps, plus ``limits.long_sample_size`` from full-length episodes (capped at
-    512 steps) when the episode is longer than 64 steps."""
-    base = sample_for(task, limits.sample_size, limits.sample_seed)
+    """The transitions programs are checked on: ``limits.sample_size`` from random rollouts
+    of up to 64 steps, plus ``limits.long_sample_size`` from full-length episodes (capped
+    at 512 steps) when the episode is longer than 64 steps, plus
+    ``limits.scripted_sample_size`` from scripted rollouts of full-length episodes (capped
+    likewise), in that order."""
+    parts = [sample_for(task, limits.sample_size, limits.sample_seed)]
     horizon = min(task.episode_length, _LONG_HORIZON_CAP)
-    if limits.long_sample_size <= 0 or horizon <= 64:
-        return base
-    late = sample_for(task, limits.long_sample_size, limits.sample_seed + 1, horizon)
-    return jax.tree.map(lambda a, b: jnp.concatenate([a, b]), base, late)
+    if limits.long_sample_size > 0 and horizon > 64:
+        parts.append(sample_for(task, limits.long_sample_size, limits.sample_seed + 1, horizon))
+    if limits.scripted_sample_size > 0:
+        parts.append(scripted_for(task, limits.scripted_sample_size, limits.sample_seed + 2, max(horizon, 2)))
+    if len(parts) == 1:
+        return parts[0]
+    return jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,18 +177,29 @@ def trace_functions(
     limits: Limits,
     observe: Callable[[Any], Any] | None = None,
     reward: Callable[[Any, Any, Any], Any] | None = None,
+    *,
+    step_work: float = 0.0,
 ) -> Traced:
-    """Checks 1-3 on whichever of ``observe`` / ``reward`` is given; raise ProgramError."""
+    """Checks 1-3 on whichever of ``observe`` / ``reward`` is given; raise ProgramError.
+
+    step_work: element operations of one environment step (cost.step_work), the unit of
+    the relative work budget; 0 when unknown (the absolute ceiling alone applies).
+    """
     one = jax.tree.map(lambda x: x[0], sample)
     obs_jaxpr = reward_jaxpr = obs_dim = None
+    work = 0.0
     if observe is not None:
-        obs_jaxpr, out = _trace_checked(source, "get_observation", observe, (one.sim,), limits)
+        obs_jaxpr, out, cost = _trace_checked(source, "get_observation", observe, (one.sim,), limits)
         obs_dim = _check_observation_aval(out, limits)
+        work += cost
     if reward is not None:
-        reward_jaxpr, out = _trace_checked(
+        reward_jaxpr, out, cost = _trace_checked(
             source, "compute_reward", reward, (one.sim, one.action, one.next_sim), limits
         )
         _check_reward_aval(out)
+        work += cost
+    budget = work_budget(step_work, limits.max_work_vs_step, limits.min_work_elements, limits.max_work_elements)
+    check_total(work, step_work, budget)
     return Traced(obs_jaxpr, reward_jaxpr, obs_dim)
 
 
@@ -177,19 +219,20 @@ def check_values(values: dict[str, np.ndarray]) -> None:
 
 def _trace_checked(
     source: str, name: str, fn: Callable[..., Any], args: tuple[Any, ...], limits: Limits
-) -> tuple[Any, jax.ShapeDtypeStruct]:
-    """Trace ``fn(*args)`` to a jaxpr within the deadline; check its cost; return it and its output aval."""
+) -> tuple[Any, jax.ShapeDtypeStruct, float]:
+    """Trace ``fn(*args)`` to a jaxpr within the deadline; check its cost; return it, its
+    output aval and its work (element operations per state)."""
     try:
         with deadline(limits.trace_seconds, limits.max_memory_bytes):
             closed, out = jax.make_jaxpr(fn, return_shape=True)(*args)
     except BaseException as exc:  # every failure is the program's, mapped to a stage
         raise trace_error(exc, source, name, limits.trace_seconds) from None
-    check_cost(closed, name, limits.max_intermediate_elements, limits.max_work_elements)
+    work = check_cost(closed, name, limits.max_intermediate_elements, limits.max_work_elements)
     if not isinstance(out, jax.ShapeDtypeStruct):
         kind = "None (missing `return`?)" if out is None else f"a {type(out).__name__}"
         fix = "jnp.concatenate([...])" if name == "get_observation" else "a single jnp scalar"
         raise ProgramError("shape", f"`{name}` must return one jnp array, but returned {kind}; combine with {fix}.")
-    return closed, out
+    return closed, out, work
 
 
 _CONTROL_FLOW_HINT = (

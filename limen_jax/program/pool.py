@@ -31,6 +31,7 @@ import jax
 
 from limen_jax.program import artifact, isolation, wire
 from limen_jax.program.checks import Limits
+from limen_jax.program.cost import step_work
 from limen_jax.program.errors import ProgramError
 from limen_jax.task import Task, Transition
 
@@ -86,6 +87,8 @@ def request(
         "platforms": export_platforms(),
         "sys_path": [p for p in sys.path if p],
         "sample": specs,
+        # the unit of the relative work budget, traced here from the trusted task's step
+        "step_work": step_work(task) if limits.max_work_vs_step > 0 else 0.0,
     }
     return header, [a.tobytes() for a in arrays]
 
@@ -99,14 +102,16 @@ def export_platforms() -> list[str]:
     return platforms
 
 
-def run_worker(header: dict[str, Any], buffers: list[bytes], limits: Limits) -> Verdict:
+def run_worker(header: dict[str, Any], buffers: list[bytes], limits: Limits, seconds: float | None = None) -> Verdict:
     """Check one program in a fresh sandboxed worker; its verdict (ProgramError on a crash
-    or a timeout, SandboxError when the worker could not start)."""
+    or a timeout, SandboxError when the worker could not start). seconds: the worker's
+    wall-clock deadline (default ``limits.worker_seconds``)."""
+    seconds = limits.worker_seconds if seconds is None else float(seconds)
     name = isolation.mechanism()
     cmd = [
         *isolation.worker_command(name),
         str(limits.worker_memory_mb),
-        str(int(limits.worker_seconds) + 1),
+        str(int(seconds) + 1),
     ]
     scratch = tempfile.mkdtemp(prefix="limen-worker-")
     os.chmod(scratch, 0o500)  # empty, and stays empty
@@ -124,10 +129,10 @@ def run_worker(header: dict[str, Any], buffers: list[bytes], limits: Limits) -> 
         shutil.rmtree(scratch, ignore_errors=True)
         raise SandboxError(f"could not start a checker worker ({name}): {exc}") from exc
     try:
-        out, err, timed_out = _exchange(proc, wire.encode(header, buffers), limits.worker_seconds)
+        out, err, timed_out = _exchange(proc, wire.encode(header, buffers), seconds)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return _verdict(out, err, proc.returncode, timed_out, limits, name)
+    return _verdict(out, err, proc.returncode, timed_out, seconds, name)
 
 
 def _exchange(proc: subprocess.Popen[bytes], request: bytes, seconds: float) -> tuple[bytes, bytes, bool]:
@@ -172,7 +177,7 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _verdict(out: bytes, err: bytes, code: int, timed_out: bool, limits: Limits, name: str) -> Verdict:
+def _verdict(out: bytes, err: bytes, code: int, timed_out: bool, seconds: float, name: str) -> Verdict:
     if not out.startswith(b"R"):
         tail = err.decode(errors="replace")[-_STDERR_TAIL:]
         raise SandboxError(f"the checker worker ({name}) failed before running the program (exit {code}): {tail}")
@@ -180,7 +185,7 @@ def _verdict(out: bytes, err: bytes, code: int, timed_out: bool, limits: Limits,
     if timed_out:
         raise ProgramError(
             "timeout",
-            f"checking the program took longer than {limits.worker_seconds:g} s in all; the worker was "
+            f"checking the program took longer than {seconds:g} s in all; the worker was "
             "stopped. Simplify the program (fewer loops, smaller arrays).",
         )
     if not body:

@@ -1,6 +1,7 @@
 """The sandboxed checker worker: ``python -m limen_jax.program.worker MECHANISM MEMORY_MB CPU_SECONDS``.
 
-Started by pool.py, one process per program, inside the isolation mechanism
+Started by pool.py, one process per program (or per trained program to time:
+``"kind": "time"``, program/timing.py), inside the isolation mechanism
 (isolation.py). It locks itself down (rlimits, seccomp) before reading anything, reads
 one request frame (wire.py) from stdin: the program text, the mode, the task's factory
 and parameters, the limits, the export platforms and the sample transitions as raw
@@ -33,10 +34,14 @@ def main(argv: list[str]) -> None:
 
     header, buffers = wire.decode(sys.stdin.buffer.read())
     sys.path.extend(p for p in header["sys_path"] if p not in sys.path)
-    sample = _sample(header, buffers)  # trusted: the task's own code
+    extra = buffers[len(header["sample"]) :]  # a timing request's artifacts
+    sample = _sample(header, buffers[: len(header["sample"])])  # trusted: the task's own code
     isolation.seal(name)
-    os.write(reply_fd, b"R")  # from here on, program code runs
-    reply, blobs = check_request(header, sample)
+    os.write(reply_fd, b"R")  # from here on, program code (or its artifact) runs
+    if header.get("kind") == "time":
+        reply, blobs = time_request(header, sample, extra)
+    else:
+        reply, blobs = check_request(header, sample)
     data = wire.encode(reply, blobs)
     view = memoryview(data)
     while view:
@@ -68,6 +73,19 @@ def _sample(header: dict[str, Any], buffers: list[bytes]) -> Any:
     )
 
 
+def time_request(header: dict[str, Any], sample: Any, buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+    """Time a trained program's artifacts (program/timing.py); no program Python runs."""
+    from limen_jax.program.errors import ProgramError, exception_summary
+    from limen_jax.program.timing import time_artifacts
+
+    try:
+        return time_artifacts(header, sample, buffers), []
+    except ProgramError as err:
+        return {"ok": False, "error": err.to_dict()}, []
+    except Exception as exc:  # a malformed artifact: reported, the engine decides
+        return {"ok": False, "error": ProgramError("compile", exception_summary(exc)).to_dict()}, []
+
+
 def check_request(header: dict[str, Any], sample: Any) -> tuple[dict[str, Any], list[bytes]]:
     """Run every stage on the request's program; the reply header and artifact buffers."""
     from limen_jax.program.checks import Limits
@@ -76,7 +94,9 @@ def check_request(header: dict[str, Any], sample: Any) -> tuple[dict[str, Any], 
     start = time.perf_counter()
     limits = Limits(**header["limits"])
     try:
-        reply, blobs = _check(header["source"], header["mode"], sample, limits, header["platforms"])
+        reply, blobs = _check(
+            header["source"], header["mode"], sample, limits, header["platforms"], float(header.get("step_work", 0.0))
+        )
     except ProgramError as err:
         reply, blobs = {"ok": False, "error": err.to_dict()}, []
     except MemoryError:
@@ -98,7 +118,7 @@ def check_request(header: dict[str, Any], sample: Any) -> tuple[dict[str, Any], 
 
 
 def _check(
-    source: str, mode: str, sample: Any, limits: Any, platforms: list[str]
+    source: str, mode: str, sample: Any, limits: Any, platforms: list[str], step_work: float
 ) -> tuple[dict[str, Any], list[bytes]]:
     import jax
     import numpy as np
@@ -119,7 +139,7 @@ def _check(
     user_reward = (
         program_function(namespace, "compute_reward", 3, "state, action, next_state") if wants_reward else None
     )
-    traced = trace_functions(code, sample, limits, observe=user_obs, reward=user_reward)
+    traced = trace_functions(code, sample, limits, observe=user_obs, reward=user_reward, step_work=step_work)
     size = reward_ast_size(check_policy(code)) if wants_reward else 0
 
     sim_specs = artifact.leaf_specs(sample.sim)

@@ -9,7 +9,8 @@ Modules: config (PPOConfig, presets), networks (MLP / GRU actor-critics), normal
 losses (compute_gae, ppo_loss), env (the interface-injecting auto-reset wrapper),
 core (the program-independent pure functions: init, begin, act, settle), update (GAE,
 PPO, statistics, freezing), kernel (the per-batch φ and R), trainer (BatchTrainer,
-train_batch: the host loop), evaluate, cascade (run_cascade), result.
+train_batch: the host loop), evaluate, cascade (run_cascade), result, watchdog
+(BatchTimeout: a deadline passed).
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from limen_jax.rl.config import PPOConfig
 from limen_jax.rl.losses import compute_gae, ppo_loss
 from limen_jax.rl.result import BatchResult
 from limen_jax.rl.trainer import BatchTrainer, TrainState, train_batch
+from limen_jax.rl.watchdog import BatchTimeout
 from limen_jax.task import Task, make
 
 __all__ = [
     "BatchResult",
+    "BatchTimeout",
     "BatchTrainer",
     "CascadeResult",
     "PPOConfig",

@@ -40,7 +40,8 @@ class CascadeResult:
     curves_per_seed: name -> (S, U). steps: env steps per seed trained.
     feedback: :meth:`BatchResult.feedback` for prompts.
     compile_s / eval_s: seconds the whole ``run_cascade`` call spent compiling and
-    evaluating (both stages; the same for every candidate of the call).
+    evaluating (both stages), on the call's first result; 0 on the others, so that
+    summing over results counts each call once.
     """
 
     name: str
@@ -71,6 +72,7 @@ def run_cascade(
     eval_key: int = 0,
     rollout: str = "split",
     pad_to: int | None = None,
+    deadline: float | None = None,
 ) -> list[CascadeResult]:
     """Run the cascade over ``interfaces``; one result per interface, in order.
 
@@ -82,6 +84,7 @@ def run_cascade(
     fill the rest and are dropped), so that a search whose batches lose a candidate to
     the checker keeps its compiled shapes; the second stage pads its survivors to the
     next power of two (at most ``pad_to``), never wasting more than half of it.
+    deadline: ``time.monotonic()`` seconds for the whole cascade (rl.watchdog.BatchTimeout).
     """
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
     if not seed_list:
@@ -95,14 +98,14 @@ def run_cascade(
     padded = _padded(list(interfaces), max(n, pad_to or n))
     if short_u >= full_u:  # no gate: one full stage
         batch = train_batch(task, padded, seeds=seed_list, total_steps=full_steps, config=config,
-                            eval_key=eval_key, rollout=rollout)  # fmt: skip
+                            eval_key=eval_key, rollout=rollout, deadline=deadline)  # fmt: skip
         out = [_result(batch, k, "full", True, float("nan")) for k in range(n)]
         return _phases(out, [batch])
 
     t0 = time.perf_counter()
     first = BatchTrainer(task, padded, config, 1, rollout=rollout)
     state1 = first.init(seed_list[:1], full_u)
-    state1, curves1 = first.run(state1, short_u)
+    state1, curves1 = first.run(state1, short_u, deadline)
     (success1, returns1), eval1_s = timed_evaluation(first, state1, key)
     survivors = [k for k in range(n) if success1[k, 0] >= threshold]
     stage1 = BatchResult(
@@ -125,7 +128,7 @@ def run_cascade(
         state2 = second.init(seed_list, full_u)
         state2 = second.graft(state2, state1, rows, seed_index=0)
         rest = full_u - short_u
-        state2, curves2 = second.run(state2, full_u if len(seed_list) > 1 else rest)
+        state2, curves2 = second.run(state2, full_u if len(seed_list) > 1 else rest, deadline)
         (success2, returns2), eval2_s = timed_evaluation(second, state2, key)
         curves = {}
         for name, c2 in curves2.items():
@@ -146,10 +149,10 @@ def run_cascade(
 
 
 def _phases(results: list[CascadeResult], stages: list[BatchResult]) -> list[CascadeResult]:
-    """Stamp every result with the call's compile and evaluation seconds (all stages)."""
+    """Put the call's compile and evaluation seconds (all stages) on its first result."""
     compile_s = sum(b.compile_s for b in stages)
     eval_s = sum(b.eval_s for b in stages)
-    return [dataclasses.replace(r, compile_s=compile_s, eval_s=eval_s) for r in results]
+    return [dataclasses.replace(r, compile_s=compile_s, eval_s=eval_s) if i == 0 else r for i, r in enumerate(results)]
 
 
 def _padded(items: list[Any], size: int) -> list[Any]:

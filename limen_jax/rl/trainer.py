@@ -44,6 +44,7 @@ from limen_jax.rl.fused import FusedRollout
 from limen_jax.rl.kernel import ProgramKernel, kernel_fn
 from limen_jax.rl.result import BatchResult
 from limen_jax.rl.update import METRICS
+from limen_jax.rl.watchdog import check_deadline
 from limen_jax.task import Task
 from limen_jax.xla_cache import enable_compilation_cache
 
@@ -217,14 +218,24 @@ class BatchTrainer:
 
     # --- training -----------------------------------------------------------------------
 
-    def run(self, state: TrainState, num_updates: int) -> tuple[TrainState, dict[str, np.ndarray]]:
+    def run(
+        self, state: TrainState, num_updates: int, deadline: float | None = None
+    ) -> tuple[TrainState, dict[str, np.ndarray]]:
         """``num_updates`` PPO updates of every slot (the input state is consumed).
         Returns the new state and per-update curves name -> (K, S, U); NaN where a slot
-        was frozen or no episode ended during the update."""
+        was frozen or no episode ended during the update.
+
+        deadline: ``time.monotonic()`` seconds; checked after each update, once that
+        update's result is ready (the watchdog), raising :class:`BatchTimeout`.
+        """
         metrics = []
-        for _ in range(int(num_updates)):
+        started = time.monotonic()
+        for u in range(int(num_updates)):
             state, m = self.update(state)
             metrics.append(m)
+            if deadline is not None:
+                jax.block_until_ready(m)  # the time is the device's, not the dispatch's
+                check_deadline(deadline, u + 1, started)
         curves = {k: np.stack([np.asarray(m[k]) for m in metrics], -1) for k in METRICS}
         return state, curves
 
@@ -308,6 +319,7 @@ def train_batch(
     config: PPOConfig,
     eval_key: int = 0,
     rollout: str = "auto",
+    deadline: float | None = None,
 ) -> BatchResult:
     """Train every interface with every seed (K x S policies) in one compiled call, then
     evaluate each on fresh episodes. ``seeds``: a count (seeds 0..n-1) or explicit list.
@@ -315,7 +327,8 @@ def train_batch(
     ``total_steps`` env steps per (candidate, seed), rounded down to whole updates of
     ``config.num_envs x config.rollout_len`` steps (at least one). ``rollout``: "split",
     "fused" (see :class:`BatchTrainer`) or "auto": fused for runs of at least
-    :data:`FUSE_MIN_UPDATES` updates, where faster steps repay the larger compile.
+    :data:`FUSE_MIN_UPDATES` updates, where faster steps repay the larger compile. ``deadline``: see
+    :meth:`BatchTrainer.run`.
     """
     start = time.perf_counter()
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
@@ -324,7 +337,7 @@ def train_batch(
         rollout = "fused" if updates >= FUSE_MIN_UPDATES else "split"
     trainer = BatchTrainer(task, interfaces, config, len(seed_list), rollout=rollout)
     state = trainer.init(seed_list, updates)
-    state, curves = trainer.run(state, updates)
+    state, curves = trainer.run(state, updates, deadline)
     (success, returns), eval_s = timed_evaluation(trainer, state, jax.random.key(eval_key))
     return BatchResult(
         names=trainer.names,

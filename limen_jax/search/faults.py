@@ -21,14 +21,25 @@ class RunStop(Exception):
         self.kind = kind
 
 
+class ProgramTooSlow(Exception):
+    """The batch watchdog fired and timing this program's artifact in a sandboxed worker
+    found it the outlier: the program's fault; the message is fed back to the LLM."""
+
+
+class TrainingStalled(RuntimeError):
+    """The batch watchdog fired and no program was found to blame: the engine's or the
+    machine's fault (the run stops resumably)."""
+
+
 # Messages of failures that are the machine's, whatever program ran.
 _ENGINE_MARKERS = ("RESOURCE_EXHAUSTED", "out of memory", "Out of memory", "OOM", "XlaRuntimeError",
                    "INTERNAL:", "Failed to allocate")
 
 
 def is_engine_error(exc: BaseException) -> bool:
-    """Out-of-memory and XLA runtime failures: the engine's, not the program's."""
-    if isinstance(exc, MemoryError):
+    """Out-of-memory and XLA runtime failures, and a stalled batch with no slow program:
+    the engine's, not the program's."""
+    if isinstance(exc, MemoryError | TrainingStalled):
         return True
     text = f"{type(exc).__name__}: {exc}"
     return any(marker in text for marker in _ENGINE_MARKERS)
