@@ -241,6 +241,7 @@ def build_prompt(
     config: PromptConfig = PromptConfig(),
     budget: str = "",
     max_obs_dim: int = 512,
+    max_work_vs_step: float = 100.0,
 ) -> Prompt:
     """The (system, user) prompt for one mutation.
 
@@ -252,7 +253,8 @@ def build_prompt(
         parent and duplicates are dropped; at most ``num_top`` / ``num_diverse`` shown).
     failures: recent failed records, newest first, shown with their error traces.
     budget: the training-budget sentence (:func:`budget_text`); "" leaves it out.
-    max_obs_dim: the checker's observation limit, stated with its other rules.
+    max_obs_dim, max_work_vs_step: the checker's observation limit and cost budget (x the
+    work of one environment step), stated with its other rules.
     """
     from limen_jax.llm.rules import checker_rules
 
@@ -295,7 +297,7 @@ def build_prompt(
         "feedback": feedback_text,
         "functions": _functions(parts),
         "constraints": _constraints(parts),
-        "rules": checker_rules(max_obs_dim),
+        "rules": checker_rules(max_obs_dim, max_work_vs_step),
         "budget": budget,
     }
     system = build_system(mode)

@@ -11,7 +11,7 @@ import functools
 
 
 @functools.cache
-def checker_rules(max_obs_dim: int = 512) -> str:
+def checker_rules(max_obs_dim: int = 512, max_work_vs_step: float = 100.0) -> str:
     """Markdown bullet lines: allowed imports, forbidden constructs and names, limits."""
     from limen_jax.llm.prompts import render
     from limen_jax.program import names, policy
@@ -27,4 +27,5 @@ def checker_rules(max_obs_dim: int = 512) -> str:
         names=", ".join(f"`{n}`" for n in sorted(names.FORBIDDEN_NAMES)),
         max_chars=f"{policy.MAX_SOURCE_CHARS:,}",
         max_obs_dim=str(max_obs_dim),
+        max_work=f"{max_work_vs_step:g}",
     )

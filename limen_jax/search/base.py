@@ -68,8 +68,9 @@ class SearchView:
     archive: the MAP-Elites archive (store + grid). task: the task (description, context).
     mode: the program mode ("full", "obs_only", "reward_only"). iteration: the batch being
     proposed. candidates: children wanted in it. prompt: the prompt settings. budget: one
-    sentence on the training budget, stated in every prompt. max_obs_dim: the checker's
-    observation limit, stated with its other rules.
+    sentence on the training budget, stated in every prompt. max_obs_dim, max_work_vs_step:
+    the checker's observation limit and cost budget (x one env step), stated with its
+    other rules.
     """
 
     archive: Archive
@@ -80,6 +81,7 @@ class SearchView:
     prompt: PromptConfig = PromptConfig()
     budget: str = ""
     max_obs_dim: int = 512
+    max_work_vs_step: float = 100.0
 
     def program_failures(self, n: int) -> list[ProgramRecord]:
         """The ``n`` newest failures that are the program's fault, newest first. Failures
@@ -129,7 +131,7 @@ def make_proposal(
     order: the prompt's draws, then the seed)."""
     prompt = build_prompt(view.task, view.mode, rng, parent=parent, top=top, diverse=diverse,
                           failures=failures, config=view.prompt, budget=view.budget,
-                          max_obs_dim=view.max_obs_dim)
+                          max_obs_dim=view.max_obs_dim, max_work_vs_step=view.max_work_vs_step)
     seed = int(rng.integers(2**31 - 1))
     return Proposal(
         id=program_id(view.iteration, index), iteration=view.iteration, island=island,

@@ -273,14 +273,17 @@ def test_independent_shows_nothing_from_the_archive_and_failures_exclude_machine
 
 
 def test_checker_limits_come_from_the_config(fake_training, tmp_path):
-    run = lj.evolve("toy_corridor", config(search={"iterations": 0}, checker={"max_obs_dim": 1}),
-                    run_dir=tmp_path / "l", verbose=False)
+    limits = {"max_obs_dim": 1, "max_work_vs_step": 40}
+    run = lj.evolve("toy_corridor", config(search={"iterations": 0}, checker=limits), run_dir=tmp_path / "l",
+                    verbose=False)  # fmt: skip
     rejected = [r for r in run.records if r.error]
     assert run.complete and len(run.records) == 2 and rejected
     assert all(r.obs_dim == 1 for r in run.records if not r.error)
     assert all(r.error["stage"] == "shape" and "between 1 and 1" in r.error["message"] for r in rejected)
     prompts = [json.loads(line) for line in (run.run_dir / "events.jsonl").read_text().splitlines()]
-    assert all("the observation has at most 1 features" in e["user"] for e in prompts if e["event"] == "prompt")
+    users = [e["user"] for e in prompts if e["event"] == "prompt"]
+    assert users and all("the observation has at most 1 features" in u for u in users)
+    assert all("may cost at most 40 x the work of one environment step" in u for u in users)
 
 
 class Remote:
