@@ -261,3 +261,18 @@ def test_a_task_imported_from_under_tmp_is_found_by_the_worker(
     source = (pathlib.Path(limen_envs.__file__).parent / "interfaces" / "xland_easy.py").read_text()
     iface = compile_interface(source, task, sample=easy_sample)
     assert iface.obs_dim == 30
+
+
+def test_the_worker_runs_the_engines_own_limen_jax() -> None:
+    """A checkout on the engine's path that is not the installed package (a source tree
+    run from its own directory, a CI clone) is what the worker imports: isolated mode
+    (-I) ignores the current directory, so the worker is booted from the engine's root."""
+    import limen_jax
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(limen_jax.__file__)))
+    argv = isolation.worker_command("rlimit")
+    assert argv[:4] == [sys.executable, "-I", "-B", "-c"] and argv[-1] == "rlimit"
+    assert argv[4].startswith(f"import sys; sys.path.insert(0, {root!r})")
+    out = subprocess.run([*argv[:4], argv[4].split("; from ")[0] + "; import limen_jax; print(limen_jax.__file__)"],
+                         capture_output=True, text=True, cwd="/", timeout=60)  # fmt: skip
+    assert out.stdout.strip() == os.path.abspath(limen_jax.__file__)
