@@ -109,6 +109,9 @@ def _read_only_paths() -> list[str]:
     paths.add(os.path.dirname(os.path.dirname(os.path.abspath(limen_jax.__file__))))
     paths.update(p for p in sys.path if p)
     found = {os.path.abspath(p) for p in paths if os.path.exists(p)}
+    # Packages found by a finder rather than the path (editable installs map a name to a
+    # directory anywhere: a task package under development) are bound where they live.
+    found |= _packages_outside(found)
     # Symlinked paths (/lib -> usr/lib, a venv's python) are bound at both ends.
     found |= {os.path.realpath(p) for p in found}
     # /tmp itself stays hidden (the engine's scratch and other users' files live there);
@@ -116,6 +119,19 @@ def _read_only_paths() -> list[str]:
     found.discard("/tmp")
     # Parents before children, so nested binds stack correctly.
     return sorted(found, key=lambda p: (p.count("/"), p))
+
+
+def _packages_outside(bound: set[str]) -> set[str]:
+    """Directories of the imported top-level packages that no path in ``bound`` contains."""
+    out = set()
+    for name, module in list(sys.modules.items()):
+        where = getattr(module, "__file__", None)
+        if "." in name or not where:
+            continue
+        where = os.path.abspath(os.path.dirname(where))
+        if not any(where == b or where.startswith(b.rstrip("/") + "/") for b in bound):
+            out.add(where)
+    return out
 
 
 def bwrap_prefix(exe: str) -> list[str]:

@@ -276,3 +276,23 @@ def test_the_worker_runs_the_engines_own_limen_jax() -> None:
     out = subprocess.run([*argv[:4], argv[4].split("; from ")[0] + "; import limen_jax; print(limen_jax.__file__)"],
                          capture_output=True, text=True, cwd="/", timeout=60)  # fmt: skip
     assert out.stdout.strip() == os.path.abspath(limen_jax.__file__)
+
+
+def test_packages_imported_from_outside_the_path_are_bound(tmp_path: pathlib.Path) -> None:
+    """An editable install maps a package name to a directory that is not on sys.path (a
+    task package under development); the worker's view of the filesystem includes it."""
+    import importlib.util
+
+    pkg = tmp_path / "outside" / "mytasks_pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("X = 1\n")
+    assert str(pkg) not in isolation._read_only_paths()
+    spec = importlib.util.spec_from_file_location("mytasks_pkg", pkg / "__init__.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["mytasks_pkg"] = module
+    try:
+        spec.loader.exec_module(module)
+        assert str(pkg) in isolation._read_only_paths()
+    finally:
+        del sys.modules["mytasks_pkg"]
