@@ -71,7 +71,10 @@ def test_escaped_code_is_contained(name: str) -> None:
     target = pathlib.Path.cwd() / f"limen_pwned_isolation_{name}"
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
-    argv = [sys.executable, "-I", "-B", "-c", ESCAPED, name, str(target), str(port)]
+    # booted as the pool boots workers: from the engine's own limen_jax (a clone may differ
+    # from the installed tree, which isolated mode would otherwise import)
+    boot = isolation.worker_command("rlimits")[4].split("; from ")[0] + "\n"
+    argv = [sys.executable, "-I", "-B", "-c", boot + ESCAPED, name, str(target), str(port)]
     if name == "bwrap":
         argv = [*isolation.bwrap_prefix(shutil.which("bwrap") or "bwrap"), *argv]
     scratch = tempfile.mkdtemp()
