@@ -284,3 +284,10 @@ def test_non_finite_reward_freezes_only_its_slot_and_reports_the_update():
     assert np.isfinite(good.curves_per_seed["policy_loss"]).all()  # its batch-mate trains on
     assert np.isfinite(bad.success)  # its parameters stayed finite (its evaluation return may be NaN: R is)
     assert bad.feedback["diverged_at_update"] == 2 and "diverged_at_update" not in good.feedback
+
+
+def test_width_buckets_keep_search_shapes_few():
+    from limen_jax.rl.trainer import bucket_width
+
+    assert [bucket_width(d) for d in (1, 7, 64, 65, 128, 129, 300, 512)] == [64, 64, 64, 128, 128, 256, 512, 512]
+    assert [bucket_width(d) for d in (513, 1254)] == [640, 1280]  # wide task defaults: one fixed size each
