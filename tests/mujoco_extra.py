@@ -43,8 +43,11 @@ def require_mujoco() -> None:
 
 
 # A first generation of two programs, one compiled batch, a few updates: an evolve run on
-# a MuJoCo task that spends its time on what a test checks, not on training.
+# a MuJoCo task that spends its time on what a test checks, not on training. The checks
+# use the short random sample only (each further part of the sample is one more compiled
+# MJX rollout; the full sample is tested in tests/program and test_mujoco_catalogs).
 TINY_EVOLVE = {
+    "checker": {"long_sample_size": 0, "scripted_sample_size": 0},
     "search": {"iterations": 0, "candidates": 2, "seeds": 1},
     "cascade": {"short_steps": 0, "full_steps": 256},
     "llm": {"mutator": "offline"},
