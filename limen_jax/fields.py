@@ -10,6 +10,7 @@ of them, ``X | None``); other fields pass through unchanged.
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from typing import Any, Literal
@@ -20,12 +21,17 @@ def coerce_fields(cls: type, values: dict[str, Any]) -> dict[str, Any]:
     becomes a float, a list where a tuple is declared a tuple; anything else of the wrong
     type raises ValueError("<Class>.<field>: expected ..., got ..."). Unknown names are
     left for the caller to report."""
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     out = dict(values)
     for name, value in values.items():
         if name in hints:
             out[name] = _coerce(hints[name], value, f"{cls.__name__}.{name}")
     return out
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
 
 
 def _coerce(kind: Any, value: Any, where: str) -> Any:

@@ -229,14 +229,12 @@ class Loop:
 
         search = self.config.search
         n = (search.initial or search.candidates) if it == 0 else search.candidates
-        return SearchView(self.archive, self.task, self.program_mode, it, n, self.config.prompt,
-                          budget_text(self.config.cascade.full_steps, search.seeds),
-                          int(self.config.checker.get("max_obs_dim", 512)), self._work_vs_step())
-
-    def _work_vs_step(self) -> float:
         from limen_jax.program import Limits
 
-        return float(self.config.checker.get("max_work_vs_step", Limits().max_work_vs_step))
+        limits = self._limits() or Limits()
+        return SearchView(self.archive, self.task, self.program_mode, it, n, self.config.prompt,
+                          budget_text(self.config.cascade.full_steps, search.seeds), limits.max_obs_dim,
+                          limits.max_work_vs_step)  # fmt: skip
 
     def _prepare(self, it: int, proposals: list[Proposal] | None) -> Prepared:
         """Propose batch ``it`` (unless restored), ask for it and check the answers."""

@@ -15,13 +15,13 @@ random draws: a fused run matches a split run up to float rounding.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from limen_jax.rl.core import Core, Rollout, TrainState
+from limen_jax.rl.kernel import CompiledByShape
 
 PyTree = Any
 
@@ -53,26 +53,11 @@ def rollout_fn(core: Core, kernel: Any, no_action: jax.Array) -> Any:
     return rollout
 
 
-class FusedRollout:
+class FusedRollout(CompiledByShape):
     """:func:`rollout_fn` compiled on first use for each state shape; ``compile_s``
     accumulates the time spent compiling. ``wrap`` (e.g. a shard_map over seeds) is
     applied first."""
 
     def __init__(self, core: Core, kernel: Any, no_action: jax.Array, wrap: Any = None) -> None:
         fn = rollout_fn(core, kernel, no_action)
-        self._jit = jax.jit(wrap(fn, 2) if wrap is not None else fn)
-        self._sharded = wrap is not None
-        self._compiled: dict[Any, Any] = {}
-        self.compile_s = 0.0
-
-    def __call__(self, ts: TrainState, ro: Rollout) -> tuple[Rollout, Any]:
-        sig = tuple((x.shape, str(x.dtype)) for x in jax.tree.leaves((ts, ro)))
-        if sig not in self._compiled:
-            start = time.perf_counter()
-            self._compiled[sig] = self._jit.lower(ts, ro).compile()
-            self.compile_s += time.perf_counter() - start
-        exe = self._compiled[sig]
-        args = (ts, ro)
-        if self._sharded:
-            args = jax.device_put(args, exe.input_shardings[0])
-        return exe(*args)
+        super().__init__(wrap(fn, 2) if wrap is not None else fn, wrap is not None)

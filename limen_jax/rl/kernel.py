@@ -41,28 +41,38 @@ def kernel_fn(iface: BatchedInterface) -> Any:
     return kernel
 
 
-class ProgramKernel:
+class CompiledByShape:
+    """``fn`` jitted, compiled on first use for each argument shape and dtype (``compile_s``
+    accumulates the time spent compiling); with ``sharded``, arguments are placed as the
+    executable expects (a shard_map over seeds)."""
+
+    def __init__(self, fn: Any, sharded: bool = False) -> None:
+        self._jit = jax.jit(fn)
+        self._sharded = sharded
+        self._compiled: dict[Any, Any] = {}
+        self.compile_s = 0.0
+
+    def __call__(self, *args: Any) -> Any:
+        sig = tuple((x.shape, str(x.dtype)) for x in jax.tree.leaves(args))
+        if sig not in self._compiled:
+            start = time.perf_counter()
+            self._compiled[sig] = self._jit.lower(*args).compile()
+            self.compile_s += time.perf_counter() - start
+        exe = self._compiled[sig]
+        if self._sharded:
+            args = jax.device_put(args, exe.input_shardings[0])
+        return exe(*args)
+
+
+class ProgramKernel(CompiledByShape):
     """:func:`kernel_fn` compiled on first use for each batch shape [K, S, N] (``compile_s``
     accumulates the time spent compiling). ``wrap`` (e.g. a shard_map) is applied first."""
 
     def __init__(self, iface: BatchedInterface, wrap: Any = None) -> None:
         fn = kernel_fn(iface)
-        self._jit = jax.jit(wrap(fn) if wrap is not None else fn)
-        self._sharded = wrap is not None
-        self._compiled: dict[Any, Any] = {}
-        self.compile_s = 0.0
+        super().__init__(wrap(fn) if wrap is not None else fn, wrap is not None)
 
-    def __call__(
+    def __call__(  # type: ignore[override]
         self, sim: PyTree, action: jax.Array, next_sim: PyTree, with_reward: bool
     ) -> tuple[jax.Array, jax.Array]:
-        flag = jnp.full(action.shape[:2], with_reward)
-        shape = action.shape
-        if shape not in self._compiled:
-            start = time.perf_counter()
-            self._compiled[shape] = self._jit.lower(sim, action, next_sim, flag).compile()
-            self.compile_s += time.perf_counter() - start
-        exe = self._compiled[shape]
-        args = (sim, action, next_sim, flag)
-        if self._sharded:
-            args = jax.device_put(args, exe.input_shardings[0])
-        return exe(*args)
+        return super().__call__(sim, action, next_sim, jnp.full(action.shape[:2], with_reward))
