@@ -1,1 +1,13 @@
-"""Makes ``tests/`` importable for shared helpers (``mujoco_extra``)."""
+"""Makes ``tests/`` importable for shared helpers (``mujoco_extra``); sizes the suite's
+process pool (pyproject's ``-n auto``)."""
+
+import os
+
+# Each test process holds a JAX runtime and its compiled fixtures (up to ~3 GB resident
+# in the serial run) and the checker's tests start their own sandboxed workers: one
+# process per core, at most four.
+MAX_TEST_PROCESSES = 4
+
+
+def pytest_xdist_auto_num_workers(config):
+    return max(1, min(len(os.sched_getaffinity(0)), MAX_TEST_PROCESSES))

@@ -26,11 +26,12 @@ def test_catalog_programs_pass_the_checker(fixture, request):
     assert obs.shape == (len(sample.action), iface.obs_dim) and np.isfinite(obs).all()
 
     # what a run proposes: first programs and their children keep the required pieces
-    # (checked side by side, one sandboxed worker each, as the loop checks a batch)
+    # (checked side by side, one sandboxed worker each, as the loop checks a batch; two
+    # rounds: each program is one more worker that imports MJX and builds the task)
     mutator = OfflineMutator(catalog)
     rng = np.random.default_rng(0)
     sources = []
-    for _ in range(3):
+    for _ in range(2):
         genome = mutator.random_genome(rng)
         child, _ = mutator.mutate(genome, rng)
         for g in (genome, child):
