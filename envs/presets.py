@@ -32,21 +32,17 @@ XLAND_PAPER: dict[str, Any] = dict(
 
 # Brax PPO semantics: an update holds batch_size x num_minibatches unrolls. Go1: 256 x 32
 # unrolls of 20 = 163,840 steps = 4096 envs x 40 steps; 4 passes ("updates per batch").
-GO1_PAPER: dict[str, Any] = dict(
-    num_envs=4096, rollout_len=40, epochs=4, minibatches=32, lr=3e-4, anneal_lr=False,
-    gamma=0.97, gae_lambda=0.95, clip_eps=0.2, vf_clip=None, ent_coef=0.01, vf_coef=0.5,
-    max_grad_norm=1.0, adv_norm="minibatch", normalize_obs=True, network="mlp",
-    activation="swish", actor_hidden=(512, 256, 128), critic_hidden=(512, 256, 128),
-)  # fmt: skip
+GO1_PAPER: dict[str, Any] = {
+    **CONTINUOUS_PAPER, "rollout_len": 40, "clip_eps": 0.2, "actor_hidden": (512, 256, 128),
+    "critic_hidden": (512, 256, 128),
+}  # fmt: skip
 
 # Panda: 2048 envs, unroll 10, batch 1024, 8 passes; the paper does not state the
 # minibatch count, we take playground's 32: 1024 x 32 unrolls of 10 = 2048 envs x 160.
-PANDA_PAPER: dict[str, Any] = dict(
-    num_envs=2048, rollout_len=160, epochs=8, minibatches=32, lr=5e-4, anneal_lr=False,
-    gamma=0.97, gae_lambda=0.95, clip_eps=0.2, vf_clip=None, ent_coef=0.015, vf_coef=0.5,
-    max_grad_norm=1.0, adv_norm="minibatch", normalize_obs=True, network="mlp",
-    activation="swish", actor_hidden=(32, 32, 32, 32), critic_hidden=(256, 256, 256, 256, 256),
-)  # fmt: skip
+PANDA_PAPER: dict[str, Any] = {
+    **CONTINUOUS_PAPER, "num_envs": 2048, "rollout_len": 160, "epochs": 8, "lr": 5e-4, "clip_eps": 0.2,
+    "ent_coef": 0.015,
+}  # fmt: skip
 
 # Brax's own PPO settings for its locomotion envs, and a tiny CPU setting (correctness,
 # not learning: few envs, 32 evaluation episodes, since each is a full 500-1000 steps);

@@ -33,8 +33,9 @@ class SearchConfig:
     strategy: str = "map_elites"
     # "on": batch i+1's LLM calls and checks run while batch i trains (its prompts see the
     # archive as of batch i-1); "off": strictly one batch after the other; "auto": on for
-    # a live LLM (anthropic), off for the instant offline mutator. A replay follows the
-    # recorded run. The resolved value is what config.json keeps.
+    # a live LLM, and for the offline mutator (whose checks then overlap training) when
+    # iterations >= 2, off otherwise (sparse runs, a mutator object handed in). A replay
+    # follows the recorded run. The resolved value is what config.json keeps.
     pipeline: str = "auto"
 
     def __post_init__(self) -> None:

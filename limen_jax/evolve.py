@@ -169,7 +169,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-retries", type=int, help="retries of a transient LLM failure (default 6)")
     p.add_argument("--concurrency", type=int, help="LLM calls in flight at once (default: the batch size)")
     p.add_argument("--pipeline", choices=["auto", "on", "off"],
-                   help="ask and check batch i+1 while batch i trains (auto: on for a live LLM)")
+                   help="ask and check batch i+1 while batch i trains (auto: on for a live LLM, or offline with "
+                        ">= 2 iterations)")
     p.add_argument("--replay-from", help="run directory (or llm_cache.jsonl) to replay LLM answers from")
     p.add_argument("--short-steps", type=int, help="env steps of the short cascade run (0: no cascade)")
     p.add_argument("--full-steps", type=int, help="env steps of the full run")

@@ -75,7 +75,10 @@ class Loop:
 
     # --- setup ------------------------------------------------------------------------
     def _resolve_pipeline(self, saved: dict[str, Any] | None) -> str:
-        """"auto" -> "on" for a live LLM, "off" otherwise; a replay follows the recorded run."""
+        """"auto" -> "on" for a live LLM (its answers overlap training) and for the offline
+        mutator in runs of three or more generations (its checks, ~8 s a batch on a 2-core
+        CPU, overlap training; with fewer, no batch would mutate a parent, since the first
+        two are written from scratch); "off" otherwise. A replay follows the recorded run."""
         pipeline = self.config.search.pipeline
         if pipeline != "auto":
             return pipeline
@@ -84,12 +87,14 @@ class Loop:
         from limen_jax.llm.factory import resolve_mutator
 
         kind = resolve_mutator(self.config.llm.mutator)
-        if self._mutator is not None or self.mode == "sparse" or kind == "offline":
+        if self._mutator is not None or self.mode == "sparse":
             return "off"
         if kind == "replay" and self.config.llm.replay_from:
             src = Path(self.config.llm.replay_from)
             recorded = (src if src.is_dir() else src.parent) / "config.json"
             return str(json.loads(recorded.read_text())["search"]["pipeline"]) if recorded.exists() else "off"
+        if kind == "offline":
+            return "on" if self.config.search.iterations >= 2 else "off"
         return "on" if kind == "anthropic" else "off"
 
     def _setup(self) -> int:
