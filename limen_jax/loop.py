@@ -11,9 +11,11 @@ fixed depth, so a resumed or replayed run makes exactly the same choices.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import dataclasses
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -180,6 +182,22 @@ class Loop:
         hits = getattr(self.mutator, "hits", 0)
         return {**out, "cache_hits": hits, "mutator": self.mutator_name}
 
+    def _prefetch_check_sample(self) -> None:
+        """Build the checker's sample transitions (compiled rollouts of the task: 13 s for
+        xland_easy on a 2-core CPU with no compile cache, longer for an MJX task) on a
+        thread while the first batch is asked for, instead of after its first answer.
+        The checks wait for it (the sample is cached behind a lock); if building fails,
+        the first check builds it again and reports the failure as the engine's."""
+        if self.mode == "sparse":
+            return
+        from limen_jax.program import check_sample
+
+        def build() -> None:
+            with contextlib.suppress(Exception):  # raised again, and classified, by the first check
+                check_sample(self.task, self.limits)
+
+        threading.Thread(target=build, name="check-sample", daemon=True).start()
+
     # --- the loop ---------------------------------------------------------------------
     def run(self) -> Any:
         from limen_jax.evolve import RunResult
@@ -193,6 +211,7 @@ class Loop:
         self.evaluator = self._evaluator or InProcessEvaluator()
         if start < total:
             self.mutator = None if self.mode == "sparse" else self._build_mutator()
+            self._prefetch_check_sample()
             self._say(f"limen_jax: {self.task.name}, mode {self.mode}, {total} generations, mutator "
                       f"{self.mutator_name}, pipeline {'on' if self.pipeline else 'off'}, run dir {self.rd.path}")
         else:

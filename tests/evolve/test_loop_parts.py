@@ -379,3 +379,32 @@ def test_the_pipeline_hides_the_llm_behind_training(tmp_path):
     # trained (their waits, relative to the synchronous ones: the sandboxed checks also
     # count, and their time varies with the machine's load)
     assert waits["on"][0] >= 1.0 and sum(waits["on"][1:]) < sum(waits["off"][1:]) / 2, waits
+
+
+def test_the_check_sample_is_built_while_the_first_batch_is_asked_for(tmp_path, monkeypatch):
+    """The checker's sample (compiled rollouts of the task, slow for an MJX task on a
+    CPU) is built on a thread from the start of the run, not after the first answer."""
+    import time
+
+    import limen_jax.program as program
+
+    calls, real = [], program.check_sample
+
+    def recorded(task, limits):
+        calls.append((threading.current_thread().name, time.monotonic()))
+        return real(task, limits)
+
+    class Timed(SlowOffline):
+        answered: float | None = None
+
+        def propose(self, request):
+            out = super().propose(request)
+            self.answered = self.answered or time.monotonic()
+            return out
+
+    monkeypatch.setattr(program, "check_sample", recorded)
+    mutator = Timed(1.0)
+    run = lj.evolve("toy_corridor", config(search={"iterations": 0}), run_dir=tmp_path / "r", mutator=mutator,
+                    evaluator=SlowEvaluator(0.1), verbose=False)  # fmt: skip
+    assert run.complete and len(run.records) == 2
+    assert calls[0][0] == "check-sample" and calls[0][1] < mutator.answered, calls
