@@ -29,6 +29,7 @@ from limen_jax.rl.normalize import Moments, ObsStats, batch_moments, init_stats,
 from limen_jax.rl.ppo import Batch, FlatTree
 from limen_jax.rl.update import finish_update, stack_records
 from limen_jax.task import Task, TaskState
+from limen_jax.xla_options import RUN_ONCE
 
 PyTree = Any
 
@@ -119,15 +120,22 @@ class Core:
 
     # --- compiled entry points ----------------------------------------------------------
 
-    def compiled(self, name: str, fn: Any, wrap: Any, donate: tuple[int, ...], *args: Any) -> tuple[Any, float]:
+    def compiled(
+        self, name: str, fn: Any, wrap: Any, donate: tuple[int, ...], *args: Any, once: bool = False
+    ) -> tuple[Any, float]:
         """``fn`` (pure, built from this core alone; ``name`` identifies it) compiled for
         these arguments' shapes, and the seconds spent compiling it now (0 when it was
-        compiled before in this process). ``wrap(fn, nargs)``: e.g. a shard_map."""
-        sig = (name, jax.tree.structure(args), tuple((x.shape, str(x.dtype)) for x in jax.tree.leaves(args)))
+        compiled before in this process). ``wrap(fn, nargs)``: e.g. a shard_map.
+        ``once``: ``fn`` runs once per update or per run, so it compiles with
+        :data:`limen_jax.xla_options.RUN_ONCE` (a separate executable from the per-step one)."""
+        leaves, treedef = jax.tree.flatten(args)
+        # dtype objects, not their names: str(dtype) was ~40 % of a small split update's host time
+        sig = (name, once, treedef, tuple((x.shape, x.dtype) for x in leaves))
         if sig in self._compiled:
             return self._compiled[sig], 0.0
         start = time.perf_counter()
-        exe = jax.jit(wrap(fn, len(args)) if wrap is not None else fn, donate_argnums=donate).lower(*args).compile()
+        lowered = jax.jit(wrap(fn, len(args)) if wrap is not None else fn, donate_argnums=donate).lower(*args)
+        exe = lowered.compile(RUN_ONCE if once else None)
         self._compiled[sig] = exe
         seconds = time.perf_counter() - start
         self.compile_times[name] = self.compile_times.get(name, 0.0) + seconds

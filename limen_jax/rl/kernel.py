@@ -53,7 +53,7 @@ class CompiledByShape:
         self.compile_s = 0.0
 
     def __call__(self, *args: Any) -> Any:
-        sig = tuple((x.shape, str(x.dtype)) for x in jax.tree.leaves(args))
+        sig = tuple((x.shape, x.dtype) for x in jax.tree.leaves(args))
         if sig not in self._compiled:
             start = time.perf_counter()
             self._compiled[sig] = self._jit.lower(*args).compile()
@@ -71,8 +71,12 @@ class ProgramKernel(CompiledByShape):
     def __init__(self, iface: BatchedInterface, wrap: Any = None) -> None:
         fn = kernel_fn(iface)
         super().__init__(wrap(fn) if wrap is not None else fn, wrap is not None)
+        self._flags: dict[tuple[Any, ...], jax.Array] = {}  # made once: an eager op per step costs ~0.1 ms
 
     def __call__(  # type: ignore[override]
         self, sim: PyTree, action: jax.Array, next_sim: PyTree, with_reward: bool
     ) -> tuple[jax.Array, jax.Array]:
-        return super().__call__(sim, action, next_sim, jnp.full(action.shape[:2], with_reward))
+        key = (action.shape[:2], bool(with_reward))
+        if key not in self._flags:
+            self._flags[key] = jnp.full(key[0], key[1])
+        return super().__call__(sim, action, next_sim, self._flags[key])

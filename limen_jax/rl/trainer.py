@@ -173,14 +173,23 @@ class BatchTrainer:
         spec = PartitionSpec(None, "seed")
         return jax.shard_map(fn, mesh=self.mesh, in_specs=(spec,) * nargs, out_specs=spec, check_vma=False)
 
-    def _call(self, name: str, fn: Any, donate: tuple[int, ...], *args: Any, shard: bool = True) -> Any:
+    def _call(
+        self, name: str, fn: Any, donate: tuple[int, ...], *args: Any, shard: bool = True, once: bool = False
+    ) -> Any:
+        """``fn`` of the core, compiled on first use (``once``: see :meth:`Core.compiled`)."""
         wrap = self._shard if shard and self.mesh is not None else None
-        exe, seconds = self.core.compiled(name, fn, wrap, donate, *args)
+        exe, seconds = self.core.compiled(name, fn, wrap, donate, *args, once=once)
         self._core_compile_s += seconds
         self._account()
         if self.mesh is not None:  # e.g. zero-size leaves come back replicated
             args = jax.device_put(args, exe.input_shardings[0])
         return exe(*args)
+
+    def _reset(self, keys: jax.Array) -> Any:
+        """Fresh task states for ``keys`` [K, S, N]. Once per update (the reset pool) or per
+        evaluation, except on the split path without a pool, where every step resets."""
+        once = self.fused is not None or self.config.reset_pool > 0
+        return self._call("reset", self.core.reset_tasks, (), keys, once=once)
 
     def _observe(self, tasks: Any) -> jax.Array:
         """φ of fresh task states [K, S, N] through the kernel (R skipped)."""
@@ -203,7 +212,7 @@ class BatchTrainer:
             raise ValueError(f"expected {self.num_seeds} seeds, got {len(seeds)}")
         args = (jnp.asarray(seeds, jnp.int32), jnp.asarray(self.iface.dims, jnp.int32),
                 jnp.asarray(int(total_updates), jnp.int32))  # fmt: skip
-        state = self._call("init", self.core.init, (), *args, shard=False)
+        state = self._call("init", self.core.init, (), *args, shard=False, once=True)
         return self._place(state)
 
     def _place(self, state: TrainState) -> TrainState:
@@ -248,10 +257,10 @@ class BatchTrainer:
     def update(self, ts: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
         """One PPO update of every slot: begin, T x (act, kernel, settle), update."""
         core, cfg = self.core, self.config
-        key, k_roll, k_ppo, reset_keys = self._call("begin", core.begin, (), ts)
-        tasks = [self._call("reset", core.reset_tasks, (), k) for k in reset_keys]
+        key, k_roll, k_ppo, reset_keys = self._call("begin", core.begin, (), ts, once=True)
+        tasks = [self._reset(k) for k in reset_keys]
         obs = [self._observe(t) for t in tasks]
-        ts, ro = self._call("start", core.start, (), ts, key, k_roll, k_ppo, tasks, obs)
+        ts, ro = self._call("start", core.start, (), ts, key, k_roll, k_ppo, tasks, obs, once=True)
         if self.fused is not None:
             ro, stacked = self.fused(ts, ro)
             self._account()
@@ -265,7 +274,7 @@ class BatchTrainer:
             fresh_task, fresh_obs = None, None
             if cfg.reset_pool == 0:
                 keys = self._call("split_envs", core.split_envs, (), acted.k_reset)
-                fresh_task = self._call("reset", core.reset_tasks, (), keys)
+                fresh_task = self._reset(keys)
                 fresh_obs = self._observe(fresh_task)
             ro, record = self._call("settle", core.settle, (), ts, ro, acted, reward, next_obs, fresh_task,
                                     fresh_obs)  # fmt: skip
@@ -286,19 +295,21 @@ class BatchTrainer:
         """(success rate, mean episode return under R), each float32 (K, S)."""
         core, E = self.core, self.config.eval_episodes
         keys = jnp.broadcast_to(key, state.update.shape)
-        reset_keys, k_act = self._call("eval_begin", functools.partial(eval_begin, core), (), state, keys)
-        tasks = self._call("reset", core.reset_tasks, (), reset_keys)
+        reset_keys, k_act = self._call("eval_begin", functools.partial(eval_begin, core), (), state, keys, once=True)
+        tasks = self._reset(reset_keys)
         if core.eval_envs == self.config.num_envs:
             obs = self._observe(tasks)
         else:  # more evaluation episodes than envs: the kernel compiles for that shape too
             dummy = self.net.dist.to_env(self.net.dummy_action(tasks.done.shape))
             obs = self.kernel(tasks.sim, dummy, tasks.sim, False)[1]
-        c = self._call("eval_init", functools.partial(eval_init, core), (), tasks, obs, k_act)
+        c = self._call("eval_init", functools.partial(eval_init, core), (), tasks, obs, k_act, once=True)
         greedy = jnp.full(state.update.shape, self.config.eval_deterministic)
         settle = functools.partial(eval_settle, core)
+        # the fused path's training never calls the standalone act: here it runs once per run
+        once = self.fused is not None
         for _ in range(core.horizon):
             acted = self._call("act", core.act, (), state, c.env, c.carry, c.prev_action, c.prev_reward, c.key,
-                               greedy)  # fmt: skip
+                               greedy, once=once)  # fmt: skip
             reward, next_obs = self.kernel(c.env.task.sim, acted.action, acted.next_task.sim, True)
             c = self._call("eval_settle", settle, (), c, acted, reward, next_obs)
         self._account()
