@@ -5,8 +5,9 @@ passes (threefry's unrolled rounds, behind every random draw, above all), which 
 only in programs that run many times. Programs that run once per run or once per update
 (parameter initialisation, key splitting, a reset pool, the checker's sample rollouts and
 its one run of a candidate) compile with :data:`RUN_ONCE` instead. Measured on a 2-core
-CPU (docs/training.md): the trainer's once-per-update programs for an xland batch compiled
-in 3.2 s less (14.7 -> 11.5 s in all), with no change in update time.
+CPU (docs/training.md): an xland batch's once-run trainer programs compiled in 3.5 s
+instead of 6.5 s, and xland_easy's check sample in 7-9 s instead of 13, with no change in
+update time.
 """
 
 from __future__ import annotations
