@@ -111,15 +111,36 @@ def test_reset_every_step_trains_the_same_split_or_fused():
     """reset_pool=0: every env gets a fresh start state at every step (observed through
     the kernel), in both rollout paths."""
     cfg = CFG.replace(reset_pool=0)
-    out = {}
+    out, levels = {}, {}
     for rollout in ("split", "fused"):
         tr = BatchTrainer(Corridor(), [IFACES["obs7"]], cfg, 1, rollout=rollout, width=64)
         state, curves = tr.run(tr.init([0], 2), 2)
         out[rollout] = curves, np.asarray(state.params)
+        levels[rollout] = _optimisation(tr)["reset"]  # the core is shared: read before the next
+    # the split path resets at every step here: its reset keeps full optimisation
+    assert levels["split"] == {"full"} and "once" in levels["fused"], levels
     assert np.all(out["split"][0]["episodes"] > 0) and np.all(out["split"][0]["pool_overflow"] == 0)
     for name in ("return", "success", "episode_length", "episodes"):
         np.testing.assert_allclose(out["fused"][0][name], out["split"][0][name], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(out["fused"][1], out["split"][1], rtol=1e-4, atol=1e-5)
+
+
+def _optimisation(tr):
+    """name -> {"once", "full"}: how the trainer's core compiled each function."""
+    out = {}
+    for name, once, *_ in tr.core._compiled:  # keys: (name, once, treedef, leaf shapes)
+        out.setdefault(name, set()).add("once" if once else "full")
+    return out
+
+
+def test_only_programs_that_run_once_skip_llvm_optimisation(runs):
+    """Once per run or per update: LLVM level 0 (xla_options.RUN_ONCE). Per step (and the
+    evaluation's act, which steps the task a horizon of times): full optimisation."""
+    levels = _optimisation(runs["mixed_full"][2])
+    once = {name for name, how in levels.items() if how == {"once"}}
+    assert once == {"init", "begin", "reset", "start", "eval_begin", "eval_init"}, levels
+    for name in ("act", "settle", "update", "eval_settle"):
+        assert levels[name] == {"full"}, (name, levels)
 
 
 def test_padded_features_never_reach_the_network(runs):
