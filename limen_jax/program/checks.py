@@ -141,7 +141,7 @@ def scripted_for(task: Task, size: int, seed: int, horizon: int) -> Transition:
 
 def _run_once(roll: Any, key: jax.Array) -> Transition:
     """A sampler run: it runs once, so LLVM's optimisations would not pay for their compile
-    (xla_options.py; xland_easy's three samplers: 14 s -> 5 s on a 2-core CPU)."""
+    (xla_options.py; xland_easy's three samplers: 13 s -> 7-9 s on a 2-core CPU)."""
     return jax.block_until_ready(roll.lower(key).compile(RUN_ONCE)(key))
 
 
