@@ -42,7 +42,7 @@ from limen_jax.program.errors import ProgramError, exception_summary, program_tr
 from limen_jax.program.scripted import scripted_transitions
 from limen_jax.task import Task, Transition
 from limen_jax.xla_cache import enable_compilation_cache
-from limen_jax.xla_options import RUN_ONCE
+from limen_jax.xla_options import run_once
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,7 +142,7 @@ def scripted_for(task: Task, size: int, seed: int, horizon: int) -> Transition:
 def _run_once(roll: Any, key: jax.Array) -> Transition:
     """A sampler run: it runs once, so LLVM's optimisations would not pay for their compile
     (xla_options.py; xland_easy's three samplers: 13 s -> 7-9 s on a 2-core CPU)."""
-    return jax.block_until_ready(roll.lower(key).compile(RUN_ONCE)(key))
+    return jax.block_until_ready(roll.lower(key).compile(run_once())(key))
 
 
 def check_sample(task: Task, limits: Limits) -> Transition:

@@ -29,7 +29,7 @@ from limen_jax.rl.normalize import Moments, ObsStats, batch_moments, init_stats,
 from limen_jax.rl.ppo import Batch, FlatTree
 from limen_jax.rl.update import finish_update, stack_records
 from limen_jax.task import Task, TaskState
-from limen_jax.xla_options import RUN_ONCE
+from limen_jax.xla_options import run_once
 
 PyTree = Any
 
@@ -127,7 +127,7 @@ class Core:
         these arguments' shapes, and the seconds spent compiling it now (0 when it was
         compiled before in this process). ``wrap(fn, nargs)``: e.g. a shard_map.
         ``once``: ``fn`` runs once per update or per run, so it compiles with
-        :data:`limen_jax.xla_options.RUN_ONCE` (a separate executable from the per-step one)."""
+        :func:`limen_jax.xla_options.run_once` (a separate executable from the per-step one)."""
         leaves, treedef = jax.tree.flatten(args)
         # dtype objects, not their names: str(dtype) was ~40 % of a small split update's host time
         sig = (name, once, treedef, tuple((x.shape, x.dtype) for x in leaves))
@@ -135,7 +135,7 @@ class Core:
             return self._compiled[sig], 0.0
         start = time.perf_counter()
         lowered = jax.jit(wrap(fn, len(args)) if wrap is not None else fn, donate_argnums=donate).lower(*args)
-        exe = lowered.compile(RUN_ONCE if once else None)
+        exe = lowered.compile(run_once() if once else None)
         self._compiled[sig] = exe
         seconds = time.perf_counter() - start
         self.compile_times[name] = self.compile_times.get(name, 0.0) + seconds

@@ -143,6 +143,14 @@ def test_only_programs_that_run_once_skip_llvm_optimisation(runs):
         assert levels[name] == {"full"}, (name, levels)
 
 
+def test_level_zero_is_for_the_cpu_only(monkeypatch):
+    from limen_jax import xla_options
+
+    assert xla_options.run_once() == {"xla_backend_optimization_level": 0}
+    monkeypatch.setattr(xla_options.jax, "default_backend", lambda: "gpu")
+    assert xla_options.run_once() is None  # unmeasured on accelerators: XLA's defaults
+
+
 def test_padded_features_never_reach_the_network(runs):
     # obs7 sits padded to 512 (the width bucket of 300) next to obs300: its input rows
     # past 7 stay exactly 0 and its normalisation statistics there stay exactly (0, 1)
