@@ -183,7 +183,7 @@ class Loop:
         return {**out, "cache_hits": hits, "mutator": self.mutator_name}
 
     def _prefetch_check_sample(self) -> None:
-        """Build the checker's sample transitions (compiled rollouts of the task: 13 s for
+        """Build the checker's sample transitions (compiled rollouts of the task: 7-9 s for
         xland_easy on a 2-core CPU with no compile cache, longer for an MJX task) on a
         thread while the first batch is asked for, instead of after its first answer.
         The checks wait for it (the sample is cached behind a lock); if building fails,

@@ -119,7 +119,7 @@ def sample_for(task: Task, size: int = 64, seed: int = 0, horizon: int | None = 
         if key not in _SAMPLES:
             enable_compilation_cache()  # an MJX task's sampler compiles for a minute on a CPU
             roll = jax.jit(functools.partial(task.sample_transitions, num=size, horizon=horizon))
-            _SAMPLES[key] = _run_once(roll, jax.random.key(seed))
+            _SAMPLES[key] = _run_sampler(roll, jax.random.key(seed))
         return _SAMPLES[key]
 
 
@@ -135,11 +135,11 @@ def scripted_for(task: Task, size: int, seed: int, horizon: int) -> Transition:
         if key not in _SAMPLES:
             enable_compilation_cache()
             roll = jax.jit(functools.partial(scripted_transitions, task, num=size, horizon=horizon))
-            _SAMPLES[key] = _run_once(roll, jax.random.key(seed))
+            _SAMPLES[key] = _run_sampler(roll, jax.random.key(seed))
         return _SAMPLES[key]
 
 
-def _run_once(roll: Any, key: jax.Array) -> Transition:
+def _run_sampler(roll: Any, key: jax.Array) -> Transition:
     """A sampler run: it runs once, so LLVM's optimisations would not pay for their compile
     (xla_options.py; xland_easy's three samplers: 13 s -> 7-9 s on a 2-core CPU)."""
     return jax.block_until_ready(roll.lower(key).compile(run_once())(key))

@@ -130,7 +130,7 @@ def _check(
     from limen_jax.program.extract import extract_code
     from limen_jax.program.policy import check_policy
     from limen_jax.program.sandbox import exec_program, program_function
-    from limen_jax.xla_options import RUN_ONCE
+    from limen_jax.xla_options import run_once
 
     wants_obs, wants_reward = mode in ("full", "obs_only"), mode in ("full", "reward_only")
     required = [n for n, w in (("get_observation", wants_obs), ("compute_reward", wants_reward)) if w]
@@ -169,10 +169,10 @@ def _check(
         )
 
     def run_all() -> dict[str, Any]:
-        # one run on the sample: no LLVM optimisation (xla_options.py); XLA's cost
-        # estimate is made on the HLO, before it
+        # one run on the sample: no LLVM optimisation (xla_options.py; workers run on
+        # the CPU); XLA's cost estimate is made on the HLO, before it
         compiled = {
-            k: jax.jit(exp.call).lower(*artifact.to_data(jax.tree.leaves(args))).compile(RUN_ONCE)
+            k: jax.jit(exp.call).lower(*artifact.to_data(jax.tree.leaves(args))).compile(run_once())
             for k, (exp, args) in calls.items()
         }
         flops = sum(_flops(c) for c in compiled.values())
