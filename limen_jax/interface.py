@@ -73,6 +73,19 @@ def default_interface(task: Task) -> Interface:
     return Interface(observe, reward, observation_dim(task, observe), 0, "", f"{task.name}:default")
 
 
+def placeholder_interface(obs_dim: int = 1) -> Interface:
+    """A trusted stand-in with a program's shapes and no content (φ zeros[obs_dim], R 0):
+    what a search compiles its first batch's trainer ahead with, before any program exists."""
+
+    def observe(sim: Any) -> jax.Array:
+        return jnp.zeros((obs_dim,), jnp.float32)
+
+    def reward(sim: Any, action: jax.Array, next_sim: Any) -> jax.Array:
+        return jnp.zeros((), jnp.float32)
+
+    return Interface(observe, reward, obs_dim, 0, "", "placeholder")
+
+
 def mix(task: Task, candidate: Interface, mode: str) -> Interface:
     """The ablations: keep φ or R of ``candidate`` and take the other from the task default.
 

@@ -212,6 +212,11 @@ class Loop:
         if start < total:
             self.mutator = None if self.mode == "sparse" else self._build_mutator()
             self._prefetch_check_sample()
+            if self.mode != "sparse":  # the first batch's trainer, at the smallest width bucket
+                from limen_jax.interface import placeholder_interface
+
+                search = self.config.search
+                self._compile_ahead([placeholder_interface()] * (search.initial or search.candidates))
             self._say(f"limen_jax: {self.task.name}, mode {self.mode}, {total} generations, mutator "
                       f"{self.mutator_name}, pipeline {'on' if self.pipeline else 'off'}, run dir {self.rd.path}")
         else:
@@ -224,6 +229,8 @@ class Loop:
                     raise current.stop
                 future = self._submit(current)
                 nxt = self._prepare(it + 1, None) if self.pipeline and it + 1 < total else None
+                if nxt is not None and nxt.stop is None:
+                    self._compile_ahead([ch.interface for ch in nxt.trainable])
                 batch = self._wait(future, it, len(current.trainable))
                 self._finish(it, current, batch, nxt)
                 it += 1
@@ -293,13 +300,23 @@ class Loop:
             self.rd.log("program", id=r.id, obs_dim=r.obs_dim, reward_ast_size=r.reward_ast_size)
         if not children:
             return None
+        return self.evaluator.submit(self._job([ch.interface for ch in children]))
+
+    def _job(self, interfaces: list[Any]) -> EvalJob:
         c = self.config.cascade
         seeds = [self.config.seed * 1000 + s for s in range(self.config.search.seeds)]
         short = c.short_steps if c.short_steps > 0 else c.full_steps  # 0: no cascade, one stage
-        job = EvalJob(self.task, [ch.interface for ch in children], seeds, Budget(short, c.full_steps, c.threshold),
-                      self.ppo, pad_to=self.config.search.candidates, watchdog_s=c.watchdog_s,
-                      watchdog_factor=c.watchdog_factor)  # fmt: skip
-        return self.evaluator.submit(job)
+        return EvalJob(self.task, interfaces, seeds, Budget(short, c.full_steps, c.threshold), self.ppo,
+                       pad_to=self.config.search.candidates, watchdog_s=c.watchdog_s,
+                       watchdog_factor=c.watchdog_factor)  # fmt: skip
+
+    def _compile_ahead(self, interfaces: list[Any]) -> None:
+        """Let the evaluator compile a batch of these interfaces' shapes while the loop
+        asks, checks or trains something else (``prepare``, when it has one). Never
+        changes a result: compiled code is the same whichever thread compiles it."""
+        prepare = getattr(self.evaluator, "prepare", None)
+        if prepare is not None and interfaces:
+            prepare(self._job(interfaces))
 
     def _wait(self, future: cf.Future[EvalBatch] | None, it: int, n: int) -> EvalBatch:
         """The batch's results; a live line of elapsed time while it trains."""

@@ -9,7 +9,7 @@ Modules: config (PPOConfig, presets), networks (MLP / GRU actor-critics), normal
 losses (compute_gae, ppo_loss), env (the interface-injecting auto-reset wrapper),
 core (the program-independent pure functions: init, begin, act, settle), update (GAE,
 PPO, statistics, freezing), kernel (the per-batch φ and R), trainer (BatchTrainer,
-train_batch: the host loop), evaluate, cascade (run_cascade), result, watchdog
+train_batch: the host loop), evaluate, cascade (run_cascade, compile_cascade), result, watchdog
 (BatchTimeout: a deadline passed).
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from limen_jax.interface import Interface, default_interface
-from limen_jax.rl.cascade import CascadeResult, run_cascade
+from limen_jax.rl.cascade import CascadeResult, compile_cascade, run_cascade
 from limen_jax.rl.config import PPOConfig
 from limen_jax.rl.losses import compute_gae, ppo_loss
 from limen_jax.rl.result import BatchResult
@@ -34,6 +34,7 @@ __all__ = [
     "CascadeResult",
     "PPOConfig",
     "TrainState",
+    "compile_cascade",
     "compute_gae",
     "ppo_loss",
     "run_cascade",

@@ -148,6 +148,38 @@ def run_cascade(
     return _phases([r for r in results if r is not None], stages)
 
 
+def compile_cascade(
+    task: Task,
+    interfaces: Sequence[Interface],
+    *,
+    config: PPOConfig,
+    short_steps: int,
+    full_steps: int,
+    seeds: int | Sequence[int],
+    rollout: str = "split",
+    pad_to: int | None = None,
+) -> float:
+    """Compile what :func:`run_cascade` with these arguments will compile, training nothing
+    (:meth:`BatchTrainer.compile_ahead`): the first stage, and the second as it is when
+    every candidate passes (fewer survivors are another shape, compiled when they come).
+    On another thread while an earlier batch trains, this takes the compile off the next
+    batch's critical path. Returns the seconds spent compiling."""
+    seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
+    n = len(interfaces)
+    if not n or not seed_list:
+        return 0.0
+    padded = _padded(list(interfaces), max(n, pad_to or n))
+    full_u = config.num_updates(full_steps)
+    if min(config.num_updates(short_steps), full_u) >= full_u:
+        return BatchTrainer(task, padded, config, len(seed_list), rollout=rollout).compile_ahead()
+    first = BatchTrainer(task, padded, config, 1, rollout=rollout)
+    seconds = first.compile_ahead()
+    rows = stage_rows(list(range(n)), len(padded)) if pad_to else list(range(n))
+    second = BatchTrainer(task, [padded[k] for k in rows], config, len(seed_list), width=first.width,
+                          rollout=rollout)  # fmt: skip
+    return seconds + second.compile_ahead()
+
+
 def _phases(results: list[CascadeResult], stages: list[BatchResult]) -> list[CascadeResult]:
     """Put the call's compile and evaluation seconds (all stages) on its first result."""
     compile_s = sum(b.compile_s for b in stages)

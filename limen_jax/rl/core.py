@@ -14,7 +14,7 @@ Every leaf leads with [K, S] (candidates, seeds); environments add [N].
 
 from __future__ import annotations
 
-import time
+import threading
 from typing import Any
 
 import jax
@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
+from limen_jax.rl.compiled import CompileOnce
 from limen_jax.rl.config import PPOConfig
 from limen_jax.rl.env import EnvState, ResetPool, take_fresh, tree_where, vmap_lead
 from limen_jax.rl.networks import ActorCritic
@@ -115,8 +116,9 @@ class Core:
         # instead of a few per parameter leaf (XLA's CPU compile time scales with those).
         template = jax.eval_shape(lambda k: self.net.init(k, self.width), jax.random.key(0))
         self.flat = FlatTree(template)
-        self._compiled: dict[Any, Any] = {}
+        self._compiled = CompileOnce()  # shared by the threads that train and compile ahead
         self.compile_times: dict[str, float] = {}  # name -> seconds compiling it (all shapes)
+        self._times_lock = threading.Lock()
 
     # --- compiled entry points ----------------------------------------------------------
 
@@ -124,21 +126,23 @@ class Core:
         self, name: str, fn: Any, wrap: Any, donate: tuple[int, ...], *args: Any, once: bool = False
     ) -> tuple[Any, float]:
         """``fn`` (pure, built from this core alone; ``name`` identifies it) compiled for
-        these arguments' shapes, and the seconds spent compiling it now (0 when it was
-        compiled before in this process). ``wrap(fn, nargs)``: e.g. a shard_map.
+        these arguments' shapes (arrays or ``jax.ShapeDtypeStruct``), and the seconds this
+        call spent compiling it or waiting for another thread's compile of it (0 when it
+        was compiled before in this process). ``wrap(fn, nargs)``: e.g. a shard_map.
         ``once``: ``fn`` runs once per update or per run, so it compiles with
         :func:`limen_jax.xla_options.run_once` (a separate executable from the per-step one)."""
         leaves, treedef = jax.tree.flatten(args)
         # dtype objects, not their names: str(dtype) was ~40 % of a small split update's host time
         sig = (name, once, treedef, tuple((x.shape, x.dtype) for x in leaves))
-        if sig in self._compiled:
-            return self._compiled[sig], 0.0
-        start = time.perf_counter()
-        lowered = jax.jit(wrap(fn, len(args)) if wrap is not None else fn, donate_argnums=donate).lower(*args)
-        exe = lowered.compile(run_once() if once else None)
-        self._compiled[sig] = exe
-        seconds = time.perf_counter() - start
-        self.compile_times[name] = self.compile_times.get(name, 0.0) + seconds
+
+        def build() -> Any:
+            lowered = jax.jit(wrap(fn, len(args)) if wrap is not None else fn, donate_argnums=donate).lower(*args)
+            return lowered.compile(run_once() if once else None)
+
+        exe, seconds = self._compiled.get(sig, build)
+        if seconds:
+            with self._times_lock:
+                self.compile_times[name] = self.compile_times.get(name, 0.0) + seconds
         return exe, seconds
 
     # --- initial state ------------------------------------------------------------------

@@ -20,6 +20,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from limen_jax.rl.compiled import CompileOnce
 from limen_jax.rl.core import Core, Rollout, TrainState
 from limen_jax.rl.kernel import CompiledByShape
 
@@ -56,8 +57,10 @@ def rollout_fn(core: Core, kernel: Any, no_action: jax.Array) -> Any:
 class FusedRollout(CompiledByShape):
     """:func:`rollout_fn` compiled on first use for each state shape; ``compile_s``
     accumulates the time spent compiling. ``wrap`` (e.g. a shard_map over seeds) is
-    applied first."""
+    applied first. ``memo``: see :class:`CompiledByShape`."""
 
-    def __init__(self, core: Core, kernel: Any, no_action: jax.Array, wrap: Any = None) -> None:
+    def __init__(
+        self, core: Core, kernel: Any, no_action: jax.Array, wrap: Any = None, memo: CompileOnce | None = None
+    ) -> None:
         fn = rollout_fn(core, kernel, no_action)
-        super().__init__(wrap(fn, 2) if wrap is not None else fn, wrap is not None)
+        super().__init__(wrap(fn, 2) if wrap is not None else fn, wrap is not None, memo)

@@ -9,12 +9,12 @@ A new batch of programs compiles just this kernel: one φ and one R per candidat
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
+from limen_jax.rl.compiled import CompileOnce, is_abstract, out_shapes
 from limen_jax.rl.env import BatchedInterface
 
 PyTree = Any
@@ -43,22 +43,24 @@ def kernel_fn(iface: BatchedInterface) -> Any:
 
 class CompiledByShape:
     """``fn`` jitted, compiled on first use for each argument shape and dtype (``compile_s``
-    accumulates the time spent compiling); with ``sharded``, arguments are placed as the
-    executable expects (a shard_map over seeds)."""
+    accumulates the seconds spent compiling, or waiting for another thread's compile);
+    with ``sharded``, arguments are placed as the executable expects (a shard_map over
+    seeds). Called with ``jax.ShapeDtypeStruct`` leaves it compiles and returns the output
+    shapes (limen_jax.rl.compiled). ``memo``: executables shared with other instances of
+    the same function (a batch compiled ahead by another trainer)."""
 
-    def __init__(self, fn: Any, sharded: bool = False) -> None:
+    def __init__(self, fn: Any, sharded: bool = False, memo: CompileOnce | None = None) -> None:
         self._jit = jax.jit(fn)
         self._sharded = sharded
-        self._compiled: dict[Any, Any] = {}
+        self._compiled = CompileOnce() if memo is None else memo
         self.compile_s = 0.0
 
     def __call__(self, *args: Any) -> Any:
         sig = tuple((x.shape, x.dtype) for x in jax.tree.leaves(args))
-        if sig not in self._compiled:
-            start = time.perf_counter()
-            self._compiled[sig] = self._jit.lower(*args).compile()
-            self.compile_s += time.perf_counter() - start
-        exe = self._compiled[sig]
+        exe, seconds = self._compiled.get(sig, lambda: self._jit.lower(*args).compile())
+        self.compile_s += seconds
+        if is_abstract(args):
+            return out_shapes(exe)
         if self._sharded:
             args = jax.device_put(args, exe.input_shardings[0])
         return exe(*args)
@@ -66,11 +68,12 @@ class CompiledByShape:
 
 class ProgramKernel(CompiledByShape):
     """:func:`kernel_fn` compiled on first use for each batch shape [K, S, N] (``compile_s``
-    accumulates the time spent compiling). ``wrap`` (e.g. a shard_map) is applied first."""
+    accumulates the time spent compiling). ``wrap`` (e.g. a shard_map) is applied first.
+    ``memo``: see :class:`CompiledByShape`; one per (programs, width, wrap)."""
 
-    def __init__(self, iface: BatchedInterface, wrap: Any = None) -> None:
+    def __init__(self, iface: BatchedInterface, wrap: Any = None, memo: CompileOnce | None = None) -> None:
         fn = kernel_fn(iface)
-        super().__init__(wrap(fn) if wrap is not None else fn, wrap is not None)
+        super().__init__(wrap(fn) if wrap is not None else fn, wrap is not None, memo)
         self._flags: dict[tuple[Any, ...], jax.Array] = {}  # made once: an eager op per step costs ~0.1 ms
 
     def __call__(  # type: ignore[override]

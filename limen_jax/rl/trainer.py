@@ -25,7 +25,9 @@ when S divides evenly (``shard_map``: no communication).
 
 from __future__ import annotations
 
+import collections
 import functools
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -36,6 +38,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from limen_jax.interface import Interface
+from limen_jax.rl.compiled import CompileOnce, is_abstract, out_shapes
 from limen_jax.rl.config import PPOConfig
 from limen_jax.rl.core import Core, TrainState
 from limen_jax.rl.env import BatchedInterface, vmap_lead
@@ -81,10 +84,32 @@ FUSE_MIN_UPDATES = 200
 _CORES: dict[tuple[Any, ...], Core] = {}
 
 
+# The kernels' executables of the last few batches, by (programs, width, sharding): a
+# batch compiled ahead (BatchTrainer.compile_ahead) hands them to the trainer that runs it.
+_KERNELS: collections.OrderedDict[tuple[Any, ...], CompileOnce] = collections.OrderedDict()
+_KERNELS_KEPT = 8
+_KERNELS_LOCK = threading.Lock()
+
+
 def forget_cores() -> None:
-    """Drop this process's compiled program-independent functions, so the next batch of
-    every shape compiles them again (benchmarks comparing cold runs in one process)."""
+    """Drop this process's compiled functions (program-independent ones and the kernels),
+    so the next batch of every shape compiles them again (benchmarks comparing cold runs
+    in one process)."""
     _CORES.clear()
+    with _KERNELS_LOCK:
+        _KERNELS.clear()
+
+
+def kernel_memo(interfaces: Sequence[Interface], width: int, sharded: bool, core: Core | None = None) -> CompileOnce:
+    """The shared executables of these programs' kernel (interfaces by identity), or with
+    ``core`` of their fused rollout."""
+    key = (tuple(interfaces), int(width), bool(sharded), core)
+    with _KERNELS_LOCK:
+        memo = _KERNELS.pop(key, None) or CompileOnce()
+        _KERNELS[key] = memo
+        while len(_KERNELS) > _KERNELS_KEPT:
+            _KERNELS.popitem(last=False)
+    return memo
 
 
 def shared_core(task: Task, config: PPOConfig, width: int, sharded: bool) -> Core:
@@ -146,7 +171,8 @@ class BatchTrainer:
             self.mesh = Mesh(np.asarray(devices), ("seed",))
         self.core = shared_core(task, config, self.width, self.mesh is not None)
         self.net = self.core.net
-        self.kernel = ProgramKernel(self.iface, None if self.mesh is None else lambda f: self._shard(f, 4))
+        memo = kernel_memo(self.iface.interfaces, self.width, self.mesh is not None)
+        self.kernel = ProgramKernel(self.iface, None if self.mesh is None else lambda f: self._shard(f, 4), memo)
         self.compile_s = 0.0
         self._core_compile_s = 0.0
         shape = (self.num_candidates, self.num_seeds, config.num_envs)
@@ -154,7 +180,8 @@ class BatchTrainer:
         self.fused: FusedRollout | None = None
         if rollout == "fused":
             wrap = None if self.mesh is None else self._shard
-            self.fused = FusedRollout(self.core, kernel_fn(self.iface), self._no_action, wrap)
+            memo = kernel_memo(self.iface.interfaces, self.width, self.mesh is not None, self.core)
+            self.fused = FusedRollout(self.core, kernel_fn(self.iface), self._no_action, wrap, memo)
 
     @property
     def names(self) -> list[str]:
@@ -181,6 +208,8 @@ class BatchTrainer:
         exe, seconds = self.core.compiled(name, fn, wrap, donate, *args, once=once)
         self._core_compile_s += seconds
         self._account()
+        if is_abstract(args):  # compile_ahead: the outputs' shapes stand in for them
+            return out_shapes(exe)
         if self.mesh is not None:  # e.g. zero-size leaves come back replicated
             args = jax.device_put(args, exe.input_shardings[0])
         return exe(*args)
@@ -216,7 +245,7 @@ class BatchTrainer:
         return self._place(state)
 
     def _place(self, state: TrainState) -> TrainState:
-        if self.mesh is None:
+        if self.mesh is None or is_abstract(state):
             return state
         return jax.device_put(state, NamedSharding(self.mesh, PartitionSpec(None, "seed")))
 
@@ -293,7 +322,15 @@ class BatchTrainer:
 
     def evaluate_full(self, state: TrainState, key: jax.Array) -> tuple[np.ndarray, np.ndarray]:
         """(success rate, mean episode return under R), each float32 (K, S)."""
-        core, E = self.core, self.config.eval_episodes
+        E = self.config.eval_episodes
+        c = self._evaluation(state, key, self.core.horizon)
+        success = np.asarray(c.success, np.float32)[..., :E].mean(-1)
+        returns = np.asarray(c.returns, np.float32)[..., :E].mean(-1)
+        return success, returns
+
+    def _evaluation(self, state: TrainState, key: jax.Array, steps: int) -> Any:
+        """The evaluation's carry after ``steps`` steps (the horizon; one when compiling ahead)."""
+        core = self.core
         keys = jnp.broadcast_to(key, state.update.shape)
         reset_keys, k_act = self._call("eval_begin", functools.partial(eval_begin, core), (), state, keys, once=True)
         tasks = self._reset(reset_keys)
@@ -308,15 +345,30 @@ class BatchTrainer:
         # act keeps full optimisation even where only evaluation calls it (the fused path):
         # it steps the task a horizon of times, and a go1_push evaluation took 40 s with
         # act at LLVM level 0 against 11 s (8 s less compiling)
-        for _ in range(core.horizon):
+        for _ in range(steps):
             acted = self._call("act", core.act, (), state, c.env, c.carry, c.prev_action, c.prev_reward, c.key,
                                greedy)  # fmt: skip
             reward, next_obs = self.kernel(c.env.task.sim, acted.action, acted.next_task.sim, True)
             c = self._call("eval_settle", settle, (), c, acted, reward, next_obs)
         self._account()
-        success = np.asarray(c.success, np.float32)[..., :E].mean(-1)
-        returns = np.asarray(c.returns, np.float32)[..., :E].mean(-1)
-        return success, returns
+        return c
+
+    # --- compiling ahead ----------------------------------------------------------------
+
+    def compile_ahead(self) -> float:
+        """Compile everything a run of this trainer calls (init, an update, the evaluation),
+        running nothing: the calls go through with ``jax.ShapeDtypeStruct`` arguments. Safe
+        on another thread while a trainer of an earlier batch trains (XLA compiles outside
+        the GIL); a trainer of the same shapes and programs then finds its executables
+        compiled (or waits for the compile in flight). Returns the seconds it compiled."""
+        before = self.compile_s
+        K, S = self.num_candidates, self.num_seeds
+        args = (jax.ShapeDtypeStruct((S,), jnp.int32), jax.ShapeDtypeStruct((K,), jnp.int32),
+                jax.ShapeDtypeStruct((), jnp.int32))  # fmt: skip
+        state = self._call("init", self.core.init, (), *args, shard=False, once=True)
+        state, _ = self.update(state)
+        self._evaluation(state, jax.random.key(0), 1)
+        return self.compile_s - before
 
 
 def timed_evaluation(

@@ -1,7 +1,10 @@
 """The Evaluator seam: a batch of interfaces in, a future of per-candidate results out.
 
-The loop only ever calls :meth:`Evaluator.submit` and waits on the future, so a cluster
-evaluator (a later issue, on Ray) drops in without touching the loop. The default,
+The loop calls :meth:`Evaluator.submit` and waits on the future, so a cluster evaluator
+(a later issue, on Ray) drops in without touching the loop. An evaluator may also offer
+``prepare(job)``, a hint that ``job`` will be submitted soon (the loop calls it when it
+has checked the next batch while the current one trains): the default compiles the job
+ahead then, on another thread. The default,
 :class:`InProcessEvaluator`, runs the batched cascade (:func:`limen_jax.rl.run_cascade`)
 on one background thread, so the loop can ask the LLM and check programs meanwhile.
 
@@ -16,6 +19,7 @@ the run; it is found by timing each program's artifact in a sandboxed worker, dr
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import dataclasses
 import math
 import threading
@@ -70,6 +74,8 @@ class EvalBatch:
 
 
 class Evaluator(Protocol):
+    """``submit`` and ``close``; optionally ``prepare(job) -> None`` (see the module)."""
+
     def submit(self, job: EvalJob) -> cf.Future[EvalBatch]: ...
 
     def close(self) -> None: ...
@@ -179,6 +185,16 @@ def _drop_slow(job: EvalJob, timeout: Exception, budget_s: float) -> tuple[list[
     return results, note
 
 
+def compile_job(job: EvalJob) -> float:
+    """Compile what :func:`evaluate` will compile for ``job`` (the cascade's trainers),
+    training nothing; the seconds it took."""
+    from limen_jax import rl
+
+    b = job.budget
+    return rl.compile_cascade(job.task, list(job.interfaces), config=job.config, short_steps=b.short_steps,
+                              full_steps=b.full_steps, seeds=list(job.seeds), pad_to=job.pad_to)  # fmt: skip
+
+
 def _workers() -> int:
     from limen_jax.program import default_workers
 
@@ -206,6 +222,10 @@ class InProcessEvaluator:
         self._thread: threading.Thread | None = None
         # seconds per PPO update of the last batch that finished (compile included), learned
         self.per_update_s: float | None = None
+        self._ahead: list[EvalJob] = []  # jobs to compile ahead, oldest first
+        self._ahead_cv = threading.Condition()
+        self._compiler: threading.Thread | None = None
+        self.compiled_ahead_s = 0.0  # seconds spent compiling ahead (off the critical path)
 
     def budget_s(self, job: EvalJob) -> float | None:
         """The watchdog's seconds for ``job``: ``watchdog_s`` until a batch has been timed,
@@ -236,5 +256,33 @@ class InProcessEvaluator:
         self._thread.start()
         return future
 
+    def prepare(self, job: EvalJob) -> None:
+        """Compile ``job`` ahead on a background thread (jobs one after another), so that
+        its submission trains at once; running nothing, it changes no result. A failure
+        here is dropped: the submission compiles again and reports it."""
+        with self._ahead_cv:
+            self._ahead.append(job)
+            if self._compiler is None:
+                self._compiler = threading.Thread(target=self._compile_ahead, name="limen-compile", daemon=True)
+                self._compiler.start()
+
+    def _compile_ahead(self) -> None:
+        while True:
+            with self._ahead_cv:
+                if not self._ahead:
+                    self._compiler = None
+                    self._ahead_cv.notify_all()
+                    return
+                job = self._ahead[0]
+            with contextlib.suppress(Exception):  # the submission meets it again, classified there
+                self.compiled_ahead_s += compile_job(job)
+            with self._ahead_cv:
+                self._ahead.pop(0)
+
     def close(self) -> None:
-        """Nothing to release: the loop has waited for every batch it submitted."""
+        """Wait for any compile ahead in flight (an XLA compile must not outlive the
+        interpreter); the loop has waited for every batch it submitted."""
+        with self._ahead_cv:
+            self._ahead[1:] = []
+            while self._compiler is not None:
+                self._ahead_cv.wait()

@@ -46,6 +46,7 @@ def _fake_result(iface, diverged_at=None, success=None):
 
 
 CALLS: list[list[str]] = []  # the batches the fake trainer was given
+AHEAD: list[list[str]] = []  # the batches the default evaluator was asked to compile ahead
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -56,8 +57,13 @@ def _fake_cascade():
         CALLS.append([i.name for i in interfaces])
         return [_fake_result(i) for i in interfaces]
 
+    def compile_ahead(task, interfaces, **kw):
+        AHEAD.append([i.name for i in interfaces])
+        return 0.0
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(rl, "run_cascade", cascade)
+        mp.setattr(rl, "compile_cascade", compile_ahead)
         yield
 
 
@@ -315,6 +321,40 @@ def test_an_evaluator_drops_in_through_submit_and_a_future(fake_training, tmp_pa
     seeds, budget = remote.jobs[0][1], remote.jobs[0][2]
     assert seeds == [0, 1] and (budget.short_steps, budget.full_steps, budget.threshold) == (2048, 2048, 0.0)
     assert [r.success for r in run.records] == [0.25] * 4
+
+
+class Preparing(Remote):
+    """A remote evaluator that also takes the loop's hint of what comes next."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.prepared = []
+
+    def prepare(self, job):
+        self.prepared.append(list(job.interfaces))
+
+    def submit(self, job):
+        self.submitted = getattr(self, "submitted", []) + [list(job.interfaces)]
+        return super().submit(job)
+
+
+def test_the_next_batch_is_handed_over_to_compile_while_the_current_one_trains(fake_training, tmp_path):
+    """The evaluator hears of each batch before it is submitted: at the start a batch of
+    placeholders of the first batch's size (the smallest width bucket, before any program
+    exists), then each pipelined batch as soon as it is checked, with the very interfaces
+    it will train; the default evaluator compiles them ahead (that this changes no result
+    is tests/rl/test_trainer.py's)."""
+    ev = Preparing()
+    run = lj.evolve("toy_corridor", config(search={"iterations": 2}), run_dir=tmp_path / "p", verbose=False,
+                    evaluator=ev)  # fmt: skip
+    assert run.complete
+    first, *later = ev.prepared
+    assert [(i.name, i.obs_dim) for i in first] == [("placeholder", 1)] * 2
+    assert len(later) == 2 and all(a is b for p, s in zip(later, ev.submitted[1:]) for a, b in zip(p, s, strict=True))
+    AHEAD.clear()
+    again = lj.evolve("toy_corridor", config(search={"iterations": 2}), run_dir=tmp_path / "d", verbose=False)
+    assert again.complete
+    assert AHEAD == [["placeholder"] * 2, ["it0001-c00", "it0001-c01"], ["it0002-c00", "it0002-c01"]]
 
 
 class SlowOffline:

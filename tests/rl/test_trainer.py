@@ -187,6 +187,57 @@ def test_cascade_gates_and_continues_the_short_run(runs):
     assert fb["trend"] in ("improving", "flat", "declining") and isinstance(fb["plateau"], bool)
 
 
+def test_a_batch_compiled_ahead_trains_with_nothing_left_to_compile(runs):
+    """compile_cascade (what the loop runs on another thread for the next batch) compiles
+    both stages without training; the cascade then compiles nothing, not even the
+    programs' kernel, and its results are those of a run that compiled as it went."""
+    import dataclasses
+
+    from limen_jax.rl import compile_cascade
+
+    fresh = [dataclasses.replace(IFACES["blind"]), dataclasses.replace(IFACES["obs7"])]  # kernels not compiled
+    kw = dict(config=CFG, short_steps=2 * CFG.steps_per_update, full_steps=U * CFG.steps_per_update, seeds=SEEDS)
+    assert compile_cascade(Corridor(), fresh, **kw, pad_to=2) > 0.0
+    blind, good = run_cascade(Corridor(), fresh, **kw, threshold=0.0, pad_to=2)
+    assert blind.compile_s == 0.0 and good.stage == blind.stage == "full"
+    full = runs["obs7"]
+    np.testing.assert_array_equal(good.success_per_seed, full["success"][0])
+    np.testing.assert_allclose(good.curves_per_seed["return"], full["curves"]["return"][0], rtol=1e-5, atol=1e-6)
+    assert compile_cascade(Corridor(), fresh, **kw, pad_to=2) == 0.0  # all there now
+
+
+def test_a_signature_compiles_once_when_two_threads_ask_for_it():
+    """The trainer of a batch asks for what the compile-ahead thread is compiling: it
+    waits for that compile (and counts the wait) instead of compiling it again."""
+    import threading
+    import time
+
+    from limen_jax.rl.compiled import CompileOnce
+
+    memo, builds, got = CompileOnce(), [], []
+    building, release = threading.Event(), threading.Event()
+
+    def slow():
+        builds.append("first")
+        building.set()
+        release.wait(10)
+        return "exe"
+
+    first = threading.Thread(target=lambda: got.append(memo.get("sig", slow)))
+    first.start()
+    assert building.wait(10)
+    second = threading.Thread(target=lambda: got.append(memo.get("sig", lambda: builds.append("second"))))
+    second.start()
+    time.sleep(0.2)
+    assert got == [] and "sig" not in memo  # the second waits for the first's compile
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert builds == ["first"] and [exe for exe, _ in got] == ["exe", "exe"]
+    assert all(seconds >= 0.2 for _, seconds in got)
+    assert memo.get("sig", slow) == ("exe", 0.0) and list(memo) == ["sig"]
+
+
 def test_padded_cascade_keeps_its_shapes_and_its_results(runs):
     """pad_to: one candidate trains as two slots in stage 1 (a copy fills the batch; the
     shapes of the cascade test above, so nothing new compiles); the copy is dropped and
