@@ -5,9 +5,9 @@ thread (:meth:`limen_jax.rl.BatchTrainer.compile_ahead`) while the previous batc
 trains; when the batch then runs and asks for a signature being compiled, it waits for
 that compile instead of starting a second one.
 
-Calling with ``jax.ShapeDtypeStruct`` leaves (an abstract call) compiles and returns
-the outputs' shapes instead of running: that is how a batch is compiled ahead without
-training it.
+An abstract call (``jax.ShapeDtypeStruct`` arguments, made while a trainer compiles
+ahead) compiles and returns the outputs' shapes (:func:`out_shapes`) instead of
+running: that is how a batch is compiled ahead without training it.
 """
 
 from __future__ import annotations
@@ -51,11 +51,6 @@ class CompileOnce:
         with self._lock:
             self._building.pop(sig, None)
         return exe, time.perf_counter() - start
-
-
-def is_abstract(args: Any) -> bool:
-    """True when any leaf of ``args`` is a ``jax.ShapeDtypeStruct`` (an abstract call)."""
-    return any(isinstance(x, jax.ShapeDtypeStruct) for x in jax.tree.leaves(args))
 
 
 def out_shapes(exe: Any) -> Any:

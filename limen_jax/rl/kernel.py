@@ -14,7 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from limen_jax.rl.compiled import CompileOnce, is_abstract, out_shapes
+from limen_jax.rl.compiled import CompileOnce, out_shapes
 from limen_jax.rl.env import BatchedInterface
 
 PyTree = Any
@@ -45,21 +45,23 @@ class CompiledByShape:
     """``fn`` jitted, compiled on first use for each argument shape and dtype (``compile_s``
     accumulates the seconds spent compiling, or waiting for another thread's compile);
     with ``sharded``, arguments are placed as the executable expects (a shard_map over
-    seeds). Called with ``jax.ShapeDtypeStruct`` leaves it compiles and returns the output
-    shapes (limen_jax.rl.compiled). ``memo``: executables shared with other instances of
-    the same function (a batch compiled ahead by another trainer)."""
+    seeds). With ``abstract`` set, it is called with ``jax.ShapeDtypeStruct`` leaves and
+    compiles and returns the output shapes (limen_jax.rl.compiled). ``memo``: executables
+    shared with other instances of the same function (a batch compiled ahead by another
+    trainer)."""
 
     def __init__(self, fn: Any, sharded: bool = False, memo: CompileOnce | None = None) -> None:
         self._jit = jax.jit(fn)
         self._sharded = sharded
         self._compiled = CompileOnce() if memo is None else memo
         self.compile_s = 0.0
+        self.abstract = False  # a flag, not a check of every call's leaves: this is the per-step path
 
     def __call__(self, *args: Any) -> Any:
         sig = tuple((x.shape, x.dtype) for x in jax.tree.leaves(args))
         exe, seconds = self._compiled.get(sig, lambda: self._jit.lower(*args).compile())
         self.compile_s += seconds
-        if is_abstract(args):
+        if self.abstract:
             return out_shapes(exe)
         if self._sharded:
             args = jax.device_put(args, exe.input_shardings[0])

@@ -38,7 +38,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from limen_jax.interface import Interface
-from limen_jax.rl.compiled import CompileOnce, is_abstract, out_shapes
+from limen_jax.rl.compiled import CompileOnce, out_shapes
 from limen_jax.rl.config import PPOConfig
 from limen_jax.rl.core import Core, TrainState
 from limen_jax.rl.env import BatchedInterface, vmap_lead
@@ -175,6 +175,7 @@ class BatchTrainer:
         self.kernel = ProgramKernel(self.iface, None if self.mesh is None else lambda f: self._shard(f, 4), memo)
         self.compile_s = 0.0
         self._core_compile_s = 0.0
+        self._abstract = False  # compile_ahead in progress: calls take and give shapes
         shape = (self.num_candidates, self.num_seeds, config.num_envs)
         self._no_action = self.net.dist.to_env(self.net.dummy_action(shape))
         self.fused: FusedRollout | None = None
@@ -208,7 +209,7 @@ class BatchTrainer:
         exe, seconds = self.core.compiled(name, fn, wrap, donate, *args, once=once)
         self._core_compile_s += seconds
         self._account()
-        if is_abstract(args):  # compile_ahead: the outputs' shapes stand in for them
+        if self._abstract:  # compile_ahead: the outputs' shapes stand in for them
             return out_shapes(exe)
         if self.mesh is not None:  # e.g. zero-size leaves come back replicated
             args = jax.device_put(args, exe.input_shardings[0])
@@ -245,7 +246,7 @@ class BatchTrainer:
         return self._place(state)
 
     def _place(self, state: TrainState) -> TrainState:
-        if self.mesh is None or is_abstract(state):
+        if self.mesh is None or self._abstract:
             return state
         return jax.device_put(state, NamedSharding(self.mesh, PartitionSpec(None, "seed")))
 
@@ -355,6 +356,11 @@ class BatchTrainer:
 
     # --- compiling ahead ----------------------------------------------------------------
 
+    def _set_abstract(self, on: bool) -> None:
+        self._abstract = self.kernel.abstract = on
+        if self.fused is not None:
+            self.fused.abstract = on
+
     def compile_ahead(self) -> float:
         """Compile everything a run of this trainer calls (init, an update, the evaluation),
         running nothing: the calls go through with ``jax.ShapeDtypeStruct`` arguments. Safe
@@ -365,9 +371,13 @@ class BatchTrainer:
         K, S = self.num_candidates, self.num_seeds
         args = (jax.ShapeDtypeStruct((S,), jnp.int32), jax.ShapeDtypeStruct((K,), jnp.int32),
                 jax.ShapeDtypeStruct((), jnp.int32))  # fmt: skip
-        state = self._call("init", self.core.init, (), *args, shard=False, once=True)
-        state, _ = self.update(state)
-        self._evaluation(state, jax.random.key(0), 1)
+        self._set_abstract(True)
+        try:
+            state = self._call("init", self.core.init, (), *args, shard=False, once=True)
+            state, _ = self.update(state)
+            self._evaluation(state, jax.random.key(0), 1)
+        finally:
+            self._set_abstract(False)
         return self.compile_s - before
 
 
