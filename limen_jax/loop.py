@@ -74,6 +74,7 @@ class Loop:
         self.t0 = time.time()
         self._last_train_end = 0.0
         self._last_iter_end = self.t0
+        self._plots_due = True
 
     # --- setup ------------------------------------------------------------------------
     def _resolve_pipeline(self, saved: dict[str, Any] | None) -> str:
@@ -228,6 +229,7 @@ class Loop:
                 if current.stop is not None:
                     raise current.stop
                 future = self._submit(current)
+                self._write_plots()
                 nxt = self._prepare(it + 1, None) if self.pipeline and it + 1 < total else None
                 if nxt is not None and nxt.stop is None:
                     self._compile_ahead([ch.interface for ch in nxt.trainable])
@@ -394,11 +396,14 @@ class Loop:
             "spend_usd": self.spend, "usage": usage,
         })
         self.rd.write_json("usage.json", usage)
-        self._write_outputs()
+        self._write_best()
+        self._plots_due = True
 
     def _write_outputs(self) -> None:
-        from limen_jax.plots import plot_archive, plot_progress
+        self._write_best()
+        self._write_plots()
 
+    def _write_best(self) -> None:
         best = self.store.best()
         if best is not None:
             header = (
@@ -410,6 +415,16 @@ class Loop:
                 f'--interface best_interface.py --seeds 10\n"""\n'
             )
             write_text_atomic(self.rd.path / "best_interface.py", header + best.code)
+
+    def _write_plots(self) -> None:
+        """progress.png and archive.png, when a checkpoint came since they were drawn (and
+        once per process). Drawn after the next batch is submitted, not before: matplotlib
+        (~1 s to import, ~0.5 s a redraw) must not hold the next batch back."""
+        if not self._plots_due:
+            return
+        self._plots_due = False
+        from limen_jax.plots import plot_archive, plot_progress
+
         records = [r.to_dict() for r in self.store]
         if records:
             plot_progress(records, self.rd.path / "progress.png", title=f"{self.task.name} ({self.mode})")

@@ -357,6 +357,23 @@ def test_the_next_batch_is_handed_over_to_compile_while_the_current_one_trains(f
     assert AHEAD == [["placeholder"] * 2, ["it0001-c00", "it0001-c01"], ["it0002-c00", "it0002-c01"]]
 
 
+def test_plots_are_drawn_after_the_next_batch_is_submitted(fake_training, tmp_path, monkeypatch):
+    """matplotlib takes ~1 s to import and ~0.5 s a redraw on a CPU: the loop submits the
+    next batch before it draws, and draws once more at the end (every image current)."""
+    import limen_jax.plots as plots
+
+    order = []
+    real = plots.plot_progress
+    monkeypatch.setattr(plots, "plot_progress", lambda records, *a, **k: (order.append(len(records)),
+                                                                          real(records, *a, **k)))
+    ev = Remote()
+    ev.submit = lambda job, submit=ev.submit: (order.append(job.interfaces[0].name[:6]), submit(job))[1]
+    run = lj.evolve("toy_corridor", config(search={"iterations": 2}), run_dir=tmp_path / "o", verbose=False,
+                    evaluator=ev)  # fmt: skip
+    assert run.complete and (run.run_dir / "progress.png").exists()
+    assert order == ["it0000", "it0001", 2, "it0002", 4, 6], order
+
+
 class SlowOffline:
     """The offline mutator, answering after ``delay`` seconds (a model's latency)."""
 
