@@ -248,6 +248,11 @@ class Loop:
             stopped = f"stopped ({stop.kind}): {stop} (fix it if needed, then --resume {self.rd.path})"
             self.rd.log(f"{stop.kind}_stop", message=str(stop))
             self._say(stopped)
+        except KeyboardInterrupt:
+            if owns_evaluator:  # exit at once: a compile ahead in flight is not waited for
+                self.evaluator.close(wait=False)
+                owns_evaluator = False
+            raise
         finally:
             if owns_evaluator:
                 self.evaluator.close()

@@ -43,13 +43,15 @@ class CompileOnce:
         start = time.perf_counter()
         with self._lock:
             lock = self._building.setdefault(sig, threading.Lock())
-        with lock:
-            exe = self._done.get(sig)
-            if exe is None:
-                exe = build()
-                self._done[sig] = exe
-        with self._lock:
-            self._building.pop(sig, None)
+        try:
+            with lock:
+                exe = self._done.get(sig)
+                if exe is None:
+                    exe = build()
+                    self._done[sig] = exe
+        finally:
+            with self._lock:
+                self._building.pop(sig, None)
         return exe, time.perf_counter() - start
 
 

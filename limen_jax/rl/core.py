@@ -15,6 +15,7 @@ Every leaf leads with [K, S] (candidates, seeds); environments add [N].
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import jax
@@ -136,14 +137,14 @@ class Core:
         sig = (name, once, treedef, tuple((x.shape, x.dtype) for x in leaves))
 
         def build() -> Any:
+            start = time.perf_counter()
             lowered = jax.jit(wrap(fn, len(args)) if wrap is not None else fn, donate_argnums=donate).lower(*args)
-            return lowered.compile(run_once() if once else None)
+            exe = lowered.compile(run_once() if once else None)
+            with self._times_lock:  # the compile itself, once, whichever thread ran it
+                self.compile_times[name] = self.compile_times.get(name, 0.0) + time.perf_counter() - start
+            return exe
 
-        exe, seconds = self._compiled.get(sig, build)
-        if seconds:
-            with self._times_lock:
-                self.compile_times[name] = self.compile_times.get(name, 0.0) + seconds
-        return exe, seconds
+        return self._compiled.get(sig, build)
 
     # --- initial state ------------------------------------------------------------------
 

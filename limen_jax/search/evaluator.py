@@ -279,10 +279,12 @@ class InProcessEvaluator:
             with self._ahead_cv:
                 self._ahead.pop(0)
 
-    def close(self) -> None:
-        """Wait for any compile ahead in flight (an XLA compile must not outlive the
-        interpreter); the loop has waited for every batch it submitted."""
+    def close(self, wait: bool = True) -> None:
+        """Drop the compiles ahead not yet started and wait for the one in flight (an XLA
+        compile should not outlive the interpreter); ``wait=False`` (an interrupted run)
+        leaves it to its daemon thread, as a batch in training is. The loop has waited for
+        every batch it submitted."""
         with self._ahead_cv:
             self._ahead[1:] = []
-            while self._compiler is not None:
+            while wait and self._compiler is not None:
                 self._ahead_cv.wait()

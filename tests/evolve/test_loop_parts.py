@@ -357,6 +357,58 @@ def test_the_next_batch_is_handed_over_to_compile_while_the_current_one_trains(f
     assert AHEAD == [["placeholder"] * 2, ["it0001-c00", "it0001-c01"], ["it0002-c00", "it0002-c01"]]
 
 
+def test_the_default_evaluator_compiles_ahead_in_order_and_close_waits_for_it(monkeypatch):
+    """prepare() queues jobs for one compile thread; a failing compile is dropped (the
+    submission meets it again); close() drops what has not started and waits for the
+    compile in flight, close(wait=False) (Ctrl-C) does not."""
+    import time
+
+    import limen_jax.search.evaluator as evaluator_mod
+
+    started, release, done = threading.Event(), threading.Event(), []
+
+    def compile_job(job):
+        if job == "bad":
+            raise RuntimeError("a compile that fails")
+        started.set()
+        release.wait(10)
+        done.append(job)
+        return 1.5
+
+    monkeypatch.setattr(evaluator_mod, "compile_job", compile_job)
+    ev = evaluator_mod.InProcessEvaluator()
+    for job in ("bad", "a", "b"):
+        ev.prepare(job)
+    assert started.wait(10)
+    t = time.monotonic()
+    ev.close(wait=False)
+    assert time.monotonic() - t < 1.0 and done == []
+    closer = threading.Thread(target=ev.close)
+    closer.start()
+    time.sleep(0.2)
+    assert closer.is_alive()  # waiting for "a"
+    release.set()
+    closer.join(10)
+    assert not closer.is_alive() and done == ["a"] and ev.compiled_ahead_s == 1.5  # "b" was dropped
+
+
+def test_ctrl_c_leaves_without_waiting_for_a_compile_ahead(fake_training, tmp_path, monkeypatch):
+    import limen_jax.search.evaluator as evaluator_mod
+
+    closed = []
+    monkeypatch.setattr(evaluator_mod.InProcessEvaluator, "close", lambda self, wait=True: closed.append(wait))
+
+    class Interrupted:
+        name = "interrupted"
+
+        def propose(self, request):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        lj.evolve("toy_corridor", config(), run_dir=tmp_path / "c", mutator=Interrupted(), verbose=False)
+    assert closed == [False]
+
+
 def test_plots_are_drawn_after_the_next_batch_is_submitted(fake_training, tmp_path, monkeypatch):
     """matplotlib takes ~1 s to import and ~0.5 s a redraw on a CPU: the loop submits the
     next batch before it draws, and draws once more at the end (every image current)."""

@@ -237,6 +237,13 @@ def test_a_signature_compiles_once_when_two_threads_ask_for_it():
     assert all(seconds >= 0.2 for _, seconds in got)
     assert memo.get("sig", slow) == ("exe", 0.0) and list(memo) == ["sig"]
 
+    def broken():
+        raise RuntimeError("compile failed")
+
+    with pytest.raises(RuntimeError):  # a failed compile leaves nothing behind: the next caller compiles
+        memo.get("bad", broken)
+    assert memo.get("bad", lambda: "exe2")[0] == "exe2"
+
 
 def test_padded_cascade_keeps_its_shapes_and_its_results(runs):
     """pad_to: one candidate trains as two slots in stage 1 (a copy fills the batch; the
