@@ -13,9 +13,11 @@ Compiling is split at the programs. The pure functions of :mod:`limen_jax.rl.cor
 compiled once per (task, K, S, width bucket, config) and reused by every later batch,
 in this process and, through JAX's persistent cache, across processes. The K programs'
 φ and R form a small per-batch kernel (:mod:`limen_jax.rl.kernel`), the only compile a
-new batch pays. The host drives each update: begin, then per rollout step act ->
-kernel -> settle, then update (dispatch is asynchronous, so the host loop overlaps the
-device work).
+new batch pays, and a search pays even that off its critical path:
+:meth:`BatchTrainer.compile_ahead` compiles a batch on another thread, running nothing,
+while the previous batch trains (:mod:`limen_jax.rl.compiled`). The host drives each
+update: begin, then per rollout step act -> kernel -> settle, then update (dispatch is
+asynchronous, so the host loop overlaps the device work).
 
 Slot (k, s) draws all its randomness from ``jax.random.key(seeds[s])`` (never from k),
 which is what makes a batched run match single runs. With several devices (GPUs, or
