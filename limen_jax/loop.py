@@ -213,11 +213,8 @@ class Loop:
         if start < total:
             self.mutator = None if self.mode == "sparse" else self._build_mutator()
             self._prefetch_check_sample()
-            if self.mode != "sparse":  # the first batch's trainer, at the smallest width bucket
-                from limen_jax.interface import placeholder_interface
-
-                search = self.config.search
-                self._compile_ahead([placeholder_interface()] * (search.initial or search.candidates))
+            if self.mode != "sparse":
+                self._compile_ahead(self._placeholders())
             self._say(f"limen_jax: {self.task.name}, mode {self.mode}, {total} generations, mutator "
                       f"{self.mutator_name}, pipeline {'on' if self.pipeline else 'off'}, run dir {self.rd.path}")
         else:
@@ -316,6 +313,15 @@ class Loop:
         return EvalJob(self.task, interfaces, seeds, Budget(short, c.full_steps, c.threshold), self.ppo,
                        pad_to=self.config.search.candidates, watchdog_s=c.watchdog_s,
                        watchdog_factor=c.watchdog_factor)  # fmt: skip
+
+    def _placeholders(self) -> list[Any]:
+        """Stand-ins for the first batch: the smallest width bucket, or in reward_only mode
+        the task default's width (its observation is the default one)."""
+        from limen_jax.interface import default_interface, placeholder_interface
+
+        dim = default_interface(self.task).obs_dim if self.program_mode == "reward_only" else 1
+        search = self.config.search
+        return [placeholder_interface(dim)] * (search.initial or search.candidates)
 
     def _compile_ahead(self, interfaces: list[Any]) -> None:
         """Let the evaluator compile a batch of these interfaces' shapes while the loop

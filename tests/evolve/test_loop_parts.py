@@ -19,6 +19,7 @@ from toy_task import ToyCorridor
 import limen_jax as lj
 from limen_jax.archive import Archive, ArchiveConfig, ProgramRecord
 from limen_jax.evolve import main, resume
+from limen_jax.interface import default_interface
 from limen_jax.llm import BudgetExceeded, MutationResponse, OfflineMutator
 from limen_jax.search import Independent, MapElites, SearchView
 
@@ -351,6 +352,12 @@ def test_the_next_batch_is_handed_over_to_compile_while_the_current_one_trains(f
     first, *later = ev.prepared
     assert [(i.name, i.obs_dim) for i in first] == [("placeholder", 1)] * 2
     assert len(later) == 2 and all(a is b for p, s in zip(later, ev.submitted[1:]) for a, b in zip(p, s, strict=True))
+    # reward_only trains the task's own observation: its width, not the smallest bucket's
+    rewards = Preparing()
+    lj.evolve("toy_corridor", config(search={"iterations": 0, "mode": "reward_only"}), run_dir=tmp_path / "r",
+              verbose=False, evaluator=rewards)  # fmt: skip
+    default_dim = default_interface(lj.make("toy_corridor")).obs_dim
+    assert [i.obs_dim for i in rewards.prepared[0]] == [default_dim] * 2 == [i.obs_dim for i in rewards.submitted[0]]
     AHEAD.clear()
     again = lj.evolve("toy_corridor", config(search={"iterations": 2}), run_dir=tmp_path / "d", verbose=False)
     assert again.complete
