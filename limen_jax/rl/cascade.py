@@ -86,16 +86,13 @@ def run_cascade(
     next power of two (at most ``pad_to``), never wasting more than half of it.
     deadline: ``time.monotonic()`` seconds for the whole cascade (rl.watchdog.BatchTimeout).
     """
-    seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
+    seed_list, padded, full_u, short_u = _plan(interfaces, config, short_steps, full_steps, seeds, pad_to)
     if not seed_list:
         raise ValueError("at least one seed is required")
-    full_u = config.num_updates(full_steps)
-    short_u = min(config.num_updates(short_steps), full_u)
     key = jax.random.key(eval_key)
     n = len(interfaces)
     if not n:
         return []
-    padded = _padded(list(interfaces), max(n, pad_to or n))
     if short_u >= full_u:  # no gate: one full stage
         batch = train_batch(task, padded, seeds=seed_list, total_steps=full_steps, config=config,
                             eval_key=eval_key, rollout=rollout, deadline=deadline)  # fmt: skip
@@ -122,7 +119,7 @@ def run_cascade(
 
     if survivors:
         t1 = time.perf_counter()
-        rows = stage_rows(survivors, len(padded)) if pad_to else survivors
+        rows = _second_rows(survivors, len(padded), pad_to)
         second = BatchTrainer(task, [interfaces[k] for k in rows], config, len(seed_list), width=first.width,
                               rollout=rollout)  # fmt: skip
         state2 = second.init(seed_list, full_u)
@@ -164,20 +161,35 @@ def compile_cascade(
     every candidate passes (fewer survivors are another shape, compiled when they come).
     On another thread while an earlier batch trains, this takes the compile off the next
     batch's critical path. Returns the seconds spent compiling."""
-    seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
-    n = len(interfaces)
-    if not n or not seed_list:
+    seed_list, padded, full_u, short_u = _plan(interfaces, config, short_steps, full_steps, seeds, pad_to)
+    if not padded or not seed_list:
         return 0.0
-    padded = _padded(list(interfaces), max(n, pad_to or n))
-    full_u = config.num_updates(full_steps)
-    if min(config.num_updates(short_steps), full_u) >= full_u:
+    if short_u >= full_u:
         return BatchTrainer(task, padded, config, len(seed_list), rollout=rollout).compile_ahead()
     first = BatchTrainer(task, padded, config, 1, rollout=rollout)
     seconds = first.compile_ahead()
-    rows = stage_rows(list(range(n)), len(padded)) if pad_to else list(range(n))
+    rows = _second_rows(list(range(len(interfaces))), len(padded), pad_to)
     second = BatchTrainer(task, [padded[k] for k in rows], config, len(seed_list), width=first.width,
                           rollout=rollout)  # fmt: skip
     return seconds + second.compile_ahead()
+
+
+def _plan(
+    interfaces: Sequence[Interface], config: PPOConfig, short_steps: int, full_steps: int,
+    seeds: int | Sequence[int], pad_to: int | None,
+) -> tuple[list[int], list[Interface], int, int]:  # fmt: skip
+    """The cascade's shape, shared by running and compiling it: the seed list, stage 1's
+    interfaces (padded to ``pad_to``), the full and the short run's updates."""
+    seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
+    full_u = config.num_updates(full_steps)
+    short_u = min(config.num_updates(short_steps), full_u)
+    n = len(interfaces)
+    return seed_list, _padded(list(interfaces), max(n, pad_to or n)), full_u, short_u
+
+
+def _second_rows(survivors: list[int], stage1_size: int, pad_to: int | None) -> list[int]:
+    """The stage-1 rows stage 2 trains: :func:`stage_rows` when padding, else the survivors."""
+    return stage_rows(survivors, stage1_size) if pad_to else survivors
 
 
 def _phases(results: list[CascadeResult], stages: list[BatchResult]) -> list[CascadeResult]:
