@@ -11,6 +11,9 @@ observation) and the per-step ``lax.switch`` over every goal and rule type.
 
 from __future__ import annotations
 
+import importlib.util
+import pathlib
+import sys
 from typing import Any
 
 import jax
@@ -22,11 +25,30 @@ from xminigrid.core.constants import DIRECTIONS, NUM_COLORS, NUM_TILES, TILES_RE
 from xminigrid.core.goals import AgentHoldGoal, BaseGoal, TileNearGoal
 from xminigrid.core.observation import transparent_field_of_view
 from xminigrid.core.rules import AgentHoldRule, BaseRule, EmptyRule, TileNearRule
-from xminigrid.envs.xland import XLandMiniGrid
 from xminigrid.types import RuleSet
 
 from limen_jax.catalog import Catalog
 from limen_jax.task import Discrete, Task, TaskState
+
+
+def _xland_module() -> Any:
+    """xminigrid's ``xminigrid.envs.xland`` module, loaded without running the
+    ``xminigrid.envs`` package's ``__init__``: that imports every MiniGrid environment and
+    builds their constants eagerly (~0.45 s of tiny compiles), which every sandboxed
+    check worker would pay for nothing. Registered under its own name, so a later
+    ``import xminigrid.envs`` finds and reuses it."""
+    name = "xminigrid.envs.xland"
+    if name not in sys.modules:
+        import xminigrid
+
+        path = pathlib.Path(xminigrid.__file__).parent / "envs" / "xland.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
 
 VIEW_SIZE = 7  # the paper's default observation is the 7x7 egocentric view
 
@@ -88,7 +110,7 @@ class XLandTask(Task):
             rules=jnp.stack([r.encode() for r in rules]),
             init_tiles=jnp.stack([_tile(t, c) for t, c in self.init_tiles]),
         )
-        self._env = XLandMiniGrid()
+        self._env = _xland_module().XLandMiniGrid()
         self._env_params = self._env.default_params(
             height=self.size,
             width=self.size,

@@ -50,6 +50,23 @@ class FlatTree:
         return jax.tree.unflatten(self.treedef, leaves)
 
 
+def shuffle(key: jax.Array, n: int) -> jax.Array:
+    """A uniformly random permutation of range(n), int32[n], for n < 2**31. The same idea
+    as ``jax.random.permutation`` at about a quarter of its cost on a CPU, where XLA sorts
+    (key, index) pairs slowly and one uint32 array quickly: each round sorts random bits
+    with the index packed into their low ``b = bit_length(n - 1)`` bits (ties keep index
+    order, as in a stable sort), and like JAX it draws rounds until ``n**3`` keys' worth of
+    randomness is spent: ``ceil(3b / (32 - b))`` rounds, 2 for n = 4096."""
+    b = max(1, (n - 1).bit_length())
+    index = jnp.arange(n, dtype=jnp.uint32)
+    low = jnp.uint32((1 << b) - 1)
+    perm = index
+    for k in jax.random.split(key, -(-3 * b // (32 - b))):
+        order = jnp.sort((jax.random.bits(k, (n,), jnp.uint32) & ~low) | index) & low
+        perm = perm.at[order].get(mode="promise_in_bounds")
+    return perm.astype(jnp.int32)
+
+
 def ppo_update(
     net: ActorCritic,
     optimizer: optax.GradientTransformation,
@@ -99,13 +116,13 @@ def ppo_update(
         return (p - lr * updates, o), metrics
 
     def epoch(carry: tuple[jax.Array, PyTree], k: jax.Array) -> tuple[Any, Any]:
-        perm = jax.random.permutation(k, width)
+        perm = shuffle(k, width)
 
         def split(x: jax.Array) -> jax.Array:
-            x = jnp.take(x, perm, axis=1).reshape((x.shape[0], M, width // M) + x.shape[2:])
+            x = x.at[:, perm].get(mode="promise_in_bounds").reshape((x.shape[0], M, width // M) + x.shape[2:])
             return jnp.moveaxis(x, 1, 0)
 
-        mbs = (jax.tree.map(split, batch), jnp.take(carry0, perm, 0).reshape((M, width // M, -1)))
+        mbs = (jax.tree.map(split, batch), carry0.at[perm].get(mode="promise_in_bounds").reshape((M, width // M, -1)))
         return jax.lax.scan(minibatch, carry, mbs)
 
     (params, opt_state), metrics = jax.lax.scan(epoch, (params, opt_state), jax.random.split(key, cfg.epochs))

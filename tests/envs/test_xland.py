@@ -1,5 +1,8 @@
 """XLand tasks: jit/vmap, and success fires exactly when the goal is met."""
 
+import subprocess
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -126,3 +129,15 @@ def test_registry_and_perturbation_errors():
     task = lj.make("limen_envs.xland:XLandMedium")
     assert task.name == "xland_medium"
     assert "state.agent.pocket" in task.context and "80 steps" in task.context
+
+
+def test_making_a_task_skips_the_minigrid_environments():
+    # every sandboxed check worker makes the task: xminigrid.envs' __init__ would import
+    # and eagerly build all MiniGrid environments (~0.4 s each time) for nothing
+    code = (
+        "import sys, limen_jax as lj\n"
+        "t = lj.make('xland_easy'); t.reset(__import__('jax').random.key(0))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('xminigrid.envs')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "['xminigrid.envs.xland']"
