@@ -155,14 +155,15 @@ def bwrap_prefix(exe: str) -> list[str]:
     return args
 
 
-def worker_command(name: str) -> list[str]:
-    """argv that starts a worker under mechanism ``name``."""
+def worker_command(name: str, module: str = WORKER_MODULE) -> list[str]:
+    """argv that starts a worker under mechanism ``name`` (or with ``module`` another
+    program's ``main``: the fork server, forkserver.py)."""
     # The worker imports the engine's own limen_jax, wherever this process found it (a
     # checkout on the path may differ from what is installed, which -I would pick).
     import limen_jax
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(limen_jax.__file__)))
-    boot = f"import sys; sys.path.insert(0, {root!r}); from {WORKER_MODULE} import main; main(sys.argv[1:])"
+    boot = f"import sys; sys.path.insert(0, {root!r}); from {module} import main; main(sys.argv[1:])"
     argv = [sys.executable, "-I", "-B", "-c", boot, name]
     if name == "bwrap":
         exe = shutil.which("bwrap")

@@ -13,8 +13,10 @@ fault (:class:`ProgramError`); a worker that cannot start at all is the engine's
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
+import functools
 import importlib
 import os
 import shutil
@@ -29,7 +31,7 @@ from typing import Any
 
 import jax
 
-from limen_jax.program import artifact, isolation, wire
+from limen_jax.program import artifact, forkserver, isolation, wire
 from limen_jax.program.checks import Limits
 from limen_jax.program.cost import step_work
 from limen_jax.program.errors import ProgramError
@@ -103,11 +105,19 @@ def export_platforms() -> list[str]:
 
 
 def run_worker(header: dict[str, Any], buffers: list[bytes], limits: Limits, seconds: float | None = None) -> Verdict:
-    """Check one program in a fresh sandboxed worker; its verdict (ProgramError on a crash
-    or a timeout, SandboxError when the worker could not start). seconds: the worker's
-    wall-clock deadline (default ``limits.worker_seconds``)."""
+    """Check one program in a sandboxed worker: a fork server's child (forkserver.py), or
+    a fresh worker when no server is at hand or the server failed. Its verdict
+    (ProgramError on a crash or a timeout, SandboxError when the worker could not start).
+    seconds: the worker's wall-clock deadline (default ``limits.worker_seconds``)."""
     seconds = limits.worker_seconds if seconds is None else float(seconds)
     name = isolation.mechanism()
+    frame = wire.encode(header, buffers)
+    forked = _forked(name, frame, limits.worker_memory_mb, int(seconds) + 1, seconds)
+    # A child that fails before it runs the program is retried fresh: only a fresh
+    # worker's failure to start is taken as the sandbox's (SandboxError)
+    if forked is not None and forked[0].startswith(b"R"):
+        out, err, code, timed_out = forked
+        return _verdict(out, err, code, timed_out, seconds, name)
     cmd = [
         *isolation.worker_command(name),
         str(limits.worker_memory_mb),
@@ -129,10 +139,68 @@ def run_worker(header: dict[str, Any], buffers: list[bytes], limits: Limits, sec
         shutil.rmtree(scratch, ignore_errors=True)
         raise SandboxError(f"could not start a checker worker ({name}): {exc}") from exc
     try:
-        out, err, timed_out = _exchange(proc, wire.encode(header, buffers), seconds)
+        out, err, timed_out = _exchange(proc, frame, seconds)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return _verdict(out, err, proc.returncode, timed_out, seconds, name)
+
+
+# --- fork servers -----------------------------------------------------------------------
+
+# Idle fork servers by command line (the mechanism and the directories the sandbox binds,
+# which grow when the engine imports a task from a new place); at most a core's worth kept.
+_SERVERS: dict[tuple[str, ...], list[forkserver.ForkServer]] = {}
+_SERVERS_LOCK = threading.Lock()
+_SERVERS_KEPT = max(1, min(8, os.cpu_count() or 1))
+ENV_FORKSERVER = "LIMEN_JAX_FORKSERVER"  # "0": every check in a fresh worker
+
+
+def _forked(name: str, frame: bytes, memory_mb: int, cpu_seconds: int, seconds: float) -> tuple[Any, ...] | None:
+    """(stdout, stderr tail, exit status, timed out) of a fork server's child for this
+    request, or None when fork servers are off or the server failed (it is closed)."""
+    if os.environ.get(ENV_FORKSERVER, "1") == "0":
+        return None
+    argv = isolation.worker_command(name, forkserver.SERVER_MODULE)
+    key = tuple(argv)
+    with _SERVERS_LOCK:
+        idle = _SERVERS.setdefault(key, [])
+        server = idle.pop() if idle else None
+    try:
+        if server is None or not server.alive():
+            if server is not None:
+                server.close()
+            server = forkserver.ForkServer(argv, dict(isolation.WORKER_ENV), _server_scratch())
+        got = server.run(frame, memory_mb, cpu_seconds, seconds, 1 + MAX_REPLY_BYTES + 1)
+    except forkserver.ForkServerError:
+        if server is not None:
+            server.close()
+        return None
+    with _SERVERS_LOCK:
+        if sum(map(len, _SERVERS.values())) < _SERVERS_KEPT:
+            _SERVERS[key].append(server)
+            server = None
+    if server is not None:
+        server.close()
+    return got
+
+
+def close_servers() -> None:
+    """Stop every idle fork server (they also stop with this process)."""
+    with _SERVERS_LOCK:
+        servers = [s for idle in _SERVERS.values() for s in idle]
+        _SERVERS.clear()
+    for server in servers:
+        server.close()
+
+
+@functools.cache
+def _server_scratch() -> str:
+    """The fork servers' working directory (bubblewrap gives them an empty tmpfs anyway):
+    empty, unwritable, removed at exit."""
+    scratch = tempfile.mkdtemp(prefix="limen-forkserver-")
+    os.chmod(scratch, 0o500)
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    return scratch
 
 
 def _exchange(proc: subprocess.Popen[bytes], request: bytes, seconds: float) -> tuple[bytes, bytes, bool]:

@@ -2,7 +2,8 @@
 
 Started by pool.py, one process per program (or per trained program to time:
 ``"kind": "time"``, program/timing.py), inside the isolation mechanism
-(isolation.py). It locks itself down (rlimits, seccomp) before reading anything, reads
+(isolation.py); or forked per program by a fork server (forkserver.py), whose child
+runs :func:`serve` the same way. It locks itself down (rlimits, seccomp) before reading anything, reads
 one request frame (wire.py) from stdin: the program text, the mode, the task's factory
 and parameters, the limits, the export platforms and the sample transitions as raw
 arrays; writes ``b"R"`` (set up, about to run untrusted code) and then one reply frame:
@@ -17,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 
 def main(argv: list[str]) -> None:
@@ -33,6 +34,14 @@ def main(argv: list[str]) -> None:
     from limen_jax.program import wire
 
     header, buffers = wire.decode(sys.stdin.buffer.read())
+    serve(name, header, buffers, reply_fd)
+
+
+def serve(name: str, header: dict[str, Any], buffers: list[bytes], reply_fd: int) -> NoReturn:
+    """Answer one request on ``reply_fd``: b"R" once set up, then the reply frame; exit.
+    Called with this process's limits set (a fresh worker, or a fork server's child)."""
+    from limen_jax.program import isolation, wire
+
     sys.path.extend(p for p in header["sys_path"] if p not in sys.path)
     extra = buffers[len(header["sample"]) :]  # a timing request's artifacts
     sample = _sample(header, buffers[: len(header["sample"])])  # trusted: the task's own code

@@ -112,6 +112,7 @@ def test_sandbox_info_names_the_mechanism() -> None:
 
 
 def _fake_worker(monkeypatch: pytest.MonkeyPatch, script: str) -> None:
+    monkeypatch.setenv(pool.ENV_FORKSERVER, "0")  # every check in a fresh (here: fake) worker
     monkeypatch.setattr(isolation, "worker_command", lambda name: [sys.executable, "-c", script])
 
 
