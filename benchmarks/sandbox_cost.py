@@ -4,6 +4,9 @@ training speed with the exported artifact vs the program's Python closure.
     python benchmarks/sandbox_cost.py                 # xland_easy, K=8, 50k training steps
     python benchmarks/sandbox_cost.py --steps 20000 --k 8 --workers 8
 
+"one program" is checked twice: in a fork server's child (the default; the server was
+started by the check before) and in a fresh worker (``LIMEN_JAX_FORKSERVER=0``).
+
 The closure side runs the bundled (trusted) reference interface's Python in this process,
 as the engine did before the sandbox; the exported side is what compile_interface returns.
 """
@@ -11,6 +14,7 @@ as the engine did before the sandbox; the exported side is what compile_interfac
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import jax
@@ -19,7 +23,7 @@ from limen_envs import interfaces
 import limen_jax as lj
 import limen_jax.rl
 from limen_jax.interface import Interface
-from limen_jax.program import Limits, check_sample, compile_interface, compile_many, isolation
+from limen_jax.program import Limits, check_sample, compile_interface, compile_many, isolation, pool
 from limen_jax.program.sandbox import exec_program, program_function
 
 
@@ -81,7 +85,14 @@ def main() -> None:
     if not args.skip_checks:
         t0 = time.perf_counter()
         iface = compile_interface(source, task, sample=sample)
-        print(f"one program: {time.perf_counter() - t0:.1f} s")
+        forked = time.perf_counter() - t0
+        os.environ[pool.ENV_FORKSERVER] = "0"
+        t0 = time.perf_counter()
+        compile_interface(source, task, sample=sample)
+        fresh = time.perf_counter() - t0
+        del os.environ[pool.ENV_FORKSERVER]
+        print(f"one program: {forked:.1f} s in a fork server's child, {fresh:.1f} s in a fresh worker "
+              f"(ratio {fresh / forked:.2f})")
         sources = [source + f"\n# variant {i}\n" for i in range(args.k)]
         t0 = time.perf_counter()
         results = compile_many(sources, task, sample=sample, workers=args.workers)

@@ -1,7 +1,9 @@
 """The engine's side of checking: start sandboxed workers, hand them data, read back data.
 
-One worker process per program (a fresh interpreter, so nothing a program does can
-reach the next one); :func:`check_many` runs up to ``workers`` of them side by side.
+One worker process per program, never reused, so nothing a program does can reach the
+next one: a fork server's child (forkserver.py: the imports are paid once per server),
+or a fresh interpreter when no server is at hand; :func:`check_many` runs up to
+``workers`` of them side by side.
 The engine sends the program text and the sample transitions as raw arrays, and reads
 back only a JSON verdict and StableHLO bytes; it never unpickles or executes anything
 from a worker. A worker that does not answer in time is killed.
