@@ -52,9 +52,12 @@ print(json.dumps({{"wall": time.perf_counter() - t, "compile": r.compile_s, "suc
 def run_fused(args: argparse.Namespace, preset: str, steps: int, salt: float) -> dict[str, float]:
     """The pinned commit's train_batch on the same fresh programs, in a subprocess."""
     with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline, "limen_jax"],
+        # the engine and the task suite of that commit (the suite imports the engine's
+        # internals, so today's envs would not run on the old engine)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline, "limen_jax", "envs"],
                                  check=True, capture_output=True).stdout  # fmt: skip
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        os.rename(os.path.join(tmp, "envs"), os.path.join(tmp, "limen_envs"))
         code = _FUSED.format(here=str(HERE), preset=preset, k=args.candidates, salt=salt, seeds=args.seeds,
                              steps=steps)  # fmt: skip
         env = {**os.environ, "PYTHONPATH": tmp, "LIMEN_JAX_XLA_CACHE": "off"}
