@@ -149,11 +149,12 @@ def run_worker(header: dict[str, Any], buffers: list[bytes], limits: Limits, sec
 
 # --- fork servers -----------------------------------------------------------------------
 
-# Idle fork servers by command line (the mechanism and the directories the sandbox binds,
-# which grow when the engine imports a task from a new place); at most a core's worth kept.
-_SERVERS: dict[tuple[str, ...], list[forkserver.ForkServer]] = {}
-_SERVERS_LOCK = threading.Lock()
-_SERVERS_KEPT = max(1, min(8, os.cpu_count() or 1))
+# Idle fork servers, oldest first, with their command lines (the mechanism and the
+# directories the sandbox binds, which grow when the engine imports a task from a new
+# place); at most a core's worth kept, the oldest closed first.
+_IDLE: list[tuple[tuple[str, ...], forkserver.ForkServer]] = []
+_IDLE_LOCK = threading.Lock()
+_IDLE_KEPT = max(1, min(8, os.cpu_count() or 1))
 ENV_FORKSERVER = "LIMEN_JAX_FORKSERVER"  # "0": every check in a fresh worker
 
 
@@ -164,9 +165,9 @@ def _forked(name: str, frame: bytes, memory_mb: int, cpu_seconds: int, seconds: 
         return None
     argv = isolation.worker_command(name, forkserver.SERVER_MODULE)
     key = tuple(argv)
-    with _SERVERS_LOCK:
-        idle = _SERVERS.setdefault(key, [])
-        server = idle.pop() if idle else None
+    with _IDLE_LOCK:
+        mine = [i for i, (k, _) in enumerate(_IDLE) if k == key]
+        server = _IDLE.pop(mine[-1])[1] if mine else None
     try:
         if server is None or not server.alive():
             if server is not None:
@@ -177,20 +178,25 @@ def _forked(name: str, frame: bytes, memory_mb: int, cpu_seconds: int, seconds: 
         if server is not None:
             server.close()
         return None
-    with _SERVERS_LOCK:
-        if sum(map(len, _SERVERS.values())) < _SERVERS_KEPT:
-            _SERVERS[key].append(server)
-            server = None
-    if server is not None:
-        server.close()
+    with _IDLE_LOCK:
+        _IDLE.append((key, server))
+        evicted = [_IDLE.pop(0)[1] for _ in range(len(_IDLE) - _IDLE_KEPT)]
+    for old in evicted:
+        old.close()
     return got
+
+
+def idle_servers() -> list[forkserver.ForkServer]:
+    """The idle fork servers, oldest first."""
+    with _IDLE_LOCK:
+        return [server for _, server in _IDLE]
 
 
 def close_servers() -> None:
     """Stop every idle fork server (they also stop with this process)."""
-    with _SERVERS_LOCK:
-        servers = [s for idle in _SERVERS.values() for s in idle]
-        _SERVERS.clear()
+    with _IDLE_LOCK:
+        servers = [server for _, server in _IDLE]
+        _IDLE.clear()
     for server in servers:
         server.close()
 

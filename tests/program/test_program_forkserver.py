@@ -81,12 +81,35 @@ def test_checks_go_through_one_server_and_a_dead_one_costs_nothing(
     monkeypatch.delenv(pool.ENV_FORKSERVER, raising=False)
     pool.close_servers()
     assert check_source(GOOD, easy_task, sample=easy_sample).ok
-    servers = [s for idle in pool._SERVERS.values() for s in idle]
+    servers = pool.idle_servers()
     assert len(servers) == 1
     assert check_source(GOOD, easy_task, sample=easy_sample).ok
-    assert [s for idle in pool._SERVERS.values() for s in idle] == servers  # reused
+    assert pool.idle_servers() == servers  # reused
     os.killpg(servers[0].proc.pid, signal.SIGKILL)
     servers[0].proc.wait()
     assert check_source(GOOD, easy_task, sample=easy_sample).ok  # a new server answers
-    assert [s for idle in pool._SERVERS.values() for s in idle] != servers
+    assert len(pool.idle_servers()) == 1 and pool.idle_servers() != servers
+    pool.close_servers()
+
+
+def test_servers_of_an_old_sandbox_view_make_way_for_new_ones(
+    monkeypatch: pytest.MonkeyPatch, easy_task: Task, easy_sample: Transition
+) -> None:
+    # the sandbox binds what the engine imported: when that grows, the command line (and
+    # so the server) changes, and the idle servers of the old view are closed first
+    monkeypatch.delenv(pool.ENV_FORKSERVER, raising=False)
+    monkeypatch.setattr(pool, "_IDLE_KEPT", 1)
+    pool.close_servers()
+    assert check_source(GOOD, easy_task, sample=easy_sample).ok
+    (old,) = pool.idle_servers()
+    command = isolation.worker_command
+    def another(name: str, module: str) -> list[str]:
+        argv = command(name, module)
+        at = argv.index("-c")
+        return [*argv[:at], "-u", *argv[at:]]  # unbuffered: the same server, another command line
+
+    monkeypatch.setattr(isolation, "worker_command", another)
+    assert check_source(GOOD, easy_task, sample=easy_sample).ok
+    (new,) = pool.idle_servers()
+    assert new is not old and not old.alive()
     pool.close_servers()
