@@ -62,17 +62,21 @@ __all__ = [
 
 
 def bucket_width(dim: int) -> int:
-    """The padded observation width for a widest obs_dim of ``dim``: 64, 128, 256 or 512
-    (beyond, multiples of 128: only task defaults are wider than programs may be, and a
-    task's default has one fixed size), so that every batch of programs (1-512 features) falls in
-    one of four shapes and a search compiles the program-independent part at most four
-    times. Padding costs little: on a 2-core CPU an xland update of 2 x 2 slots at width
-    64 took 3 % longer than at 32, at 128 about 17 % (docs/training.md); a new shape
-    costs a 20-40 s compile there."""
+    """The padded observation width for a widest obs_dim of ``dim``: 64, 128, then
+    multiples of 64 up to 512 (beyond, multiples of 128: only task defaults are wider
+    than programs may be, and a task's default has one fixed size), so that every batch of
+    programs (1-512 features) falls in one of eight shapes and a search compiles the
+    program-independent part at most eight times. Padding is cheap at small widths (on a
+    2-core CPU an xland update of 2 x 2 slots at width 64 took 3 % longer than at 32, at
+    128 about 17 %) and not at large ones: 8 programs of 17-147 features x 2 seeds updated
+    in ~1190 ms at 256, ~950 at 192, ~870 at 147 (docs/training.md); a new shape costs a
+    15-20 s compile there."""
     dim = max(int(dim), 1)
     if dim > 512:
         return -(-dim // 128) * 128
-    return max(64, 1 << (dim - 1).bit_length())
+    if dim > 128:
+        return -(-dim // 64) * 64
+    return 64 if dim <= 64 else 128
 
 
 # A single run of at least this many updates fuses its rollout (train_batch's "auto"):

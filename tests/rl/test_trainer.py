@@ -92,7 +92,7 @@ def test_fused_rollout_trains_exactly_as_the_split_one(runs):
     split = runs["mixed"]
     fused, tr, _, _ = _train([IFACES["obs7"], IFACES["obs300"]], rollout="fused")
     assert tr.fused is not None and tr.kernel_compile_s > tr.kernel.compile_s > 0  # the scan counts as per-batch
-    assert tr.width == 300  # the exact width, not the split path's bucket (512): no core to share
+    assert tr.width == 300  # the exact width, not the split path's bucket (320): no core to share
     np.testing.assert_array_equal(fused["success"], split["success"])
     for curve in ("return", "success", "episode_length", "episodes", "pool_overflow"):
         np.testing.assert_allclose(fused["curves"][curve], split["curves"][curve], rtol=1e-5, atol=1e-6)
@@ -152,12 +152,12 @@ def test_level_zero_is_for_the_cpu_only(monkeypatch):
 
 
 def test_padded_features_never_reach_the_network(runs):
-    # obs7 sits padded to 512 (the width bucket of 300) next to obs300: its input rows
+    # obs7 sits padded to 320 (the width bucket of 300) next to obs300: its input rows
     # past 7 stay exactly 0 and its normalisation statistics there stay exactly (0, 1)
     mixed = runs["mixed"]
     for layer in ("actor_0", "critic_0"):
         kernel = mixed["params"]["params"][layer]["kernel"]
-        assert kernel.shape[-2] == 512
+        assert kernel.shape[-2] == 320
         assert np.abs(kernel[1, :, 300:]).max() == 0.0
         assert np.abs(kernel[0, :, 7:]).max() == 0.0
         assert np.abs(kernel[1, :, 7:]).max() > 0.0
@@ -379,5 +379,7 @@ def test_non_finite_reward_freezes_only_its_slot_and_reports_the_update():
 def test_width_buckets_keep_search_shapes_few():
     from limen_jax.rl.trainer import bucket_width
 
-    assert [bucket_width(d) for d in (1, 7, 64, 65, 128, 129, 300, 512)] == [64, 64, 64, 128, 128, 256, 512, 512]
+    dims = (1, 7, 64, 65, 128, 129, 147, 192, 193, 300, 512)
+    assert [bucket_width(d) for d in dims] == [64, 64, 64, 128, 128, 192, 192, 192, 256, 320, 512]
+    assert len({bucket_width(d) for d in range(1, 513)}) == 8
     assert [bucket_width(d) for d in (513, 1254)] == [640, 1280]  # wide task defaults: one fixed size each
