@@ -167,7 +167,7 @@ def _fork_one(name: str, target: str, control: dict[str, Any], frame: bytes, pri
 
     from limen_jax.program import isolation
 
-    if len(os.listdir("/proc/self/task")) > 1 or threading.active_count() > 1:
+    if _threads() > 1:
         raise RuntimeError("a thread is running in the fork server; forking is unsafe")
     header, buffers = wire.decode(frame)
     out_r, out_w = os.pipe()
@@ -195,6 +195,15 @@ def _fork_one(name: str, target: str, control: dict[str, Any], frame: bytes, pri
     _, status = os.waitpid(pid, 0)
     code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
     return wire.encode({"returncode": code, "timed_out": timed_out}, [out, err])
+
+
+def _threads() -> int:
+    """Threads in this process: the kernel's count where /proc has it (threads started by
+    native code too), else Python's."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
 
 
 def _collect(pid: int, out_r: int, err_r: int, seconds: float, max_out: int) -> tuple[bytes, bytes, bool]:
