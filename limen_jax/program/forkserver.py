@@ -20,7 +20,8 @@ answer is late) is not a program's: pool.py closes it and checks that program in
 fresh worker instead.
 
 Protocol, over the server's stdin and stdout: u64 length + one wire frame each way.
-Request: ``{"memory_mb", "cpu_seconds", "seconds"}`` + [the worker's request frame].
+Request: ``{"memory_mb", "cpu_seconds", "seconds", "max_out"}`` + [the worker's request
+frame] (``max_out``: the most stdout bytes kept; past it the child is killed).
 Answer: ``{"returncode", "timed_out"}`` + [child's stdout, the tail of its stderr].
 """
 
