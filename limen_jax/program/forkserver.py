@@ -28,6 +28,7 @@ Answer: ``{"returncode", "timed_out"}`` + [child's stdout, the tail of its stder
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import selectors
 import signal
@@ -39,7 +40,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from limen_jax.program import wire
+from limen_jax.program import isolation, pipes, wire
 
 _U64 = struct.Struct("<Q")
 SERVER_MODULE = "limen_jax.program.forkserver"
@@ -84,7 +85,7 @@ class ForkServer:
     def _drain(self, stream: Any) -> None:
         with contextlib.suppress(OSError, ValueError):
             while chunk := os.read(stream.fileno(), 1 << 16):
-                self._err = (self._err + chunk)[-2000:]
+                self._err = (self._err + chunk)[-pipes.STDERR_TAIL :]
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -145,8 +146,6 @@ def main(argv: list[str]) -> None:
     """The server: preload, then answer requests until stdin closes. argv: [mechanism,
     optionally the children's "module:function" (default the worker's ``serve``; tests
     give others), imported in each child after the request's ``sys_path``]."""
-    import importlib
-
     name = argv[0]
     target = argv[1] if len(argv) > 1 else "limen_jax.program.worker:serve"
     answer_fd = os.dup(1)
@@ -155,19 +154,15 @@ def main(argv: list[str]) -> None:
         importlib.import_module(preload)
     stdin = 0
     while True:
-        head = _read_all(stdin, 8)
+        head = pipes.read_all(stdin, 8)
         if len(head) < 8:
             os._exit(0)
-        control, (frame,) = wire.decode(_read_all(stdin, _U64.unpack(head)[0]))
+        control, (frame,) = wire.decode(pipes.read_all(stdin, _U64.unpack(head)[0]))
         answer = _fork_one(name, target, control, frame, (stdin, answer_fd))
-        _write_all(answer_fd, _U64.pack(len(answer)) + answer)
+        pipes.write_all(answer_fd, _U64.pack(len(answer)) + answer)
 
 
 def _fork_one(name: str, target: str, control: dict[str, Any], frame: bytes, private: tuple[int, int]) -> bytes:
-    import importlib
-
-    from limen_jax.program import isolation
-
     if _threads() > 1:
         raise RuntimeError("a thread is running in the fork server; forking is unsafe")
     header, buffers = wire.decode(frame)
@@ -192,10 +187,26 @@ def _fork_one(name: str, target: str, control: dict[str, Any], frame: bytes, pri
         os._exit(1)
     os.close(out_w)
     os.close(err_w)
-    out, err, timed_out = _collect(pid, out_r, err_r, float(control["seconds"]), int(control["max_out"]))
-    _, status = os.waitpid(pid, 0)
+    deadline = time.monotonic() + float(control["seconds"])
+    out, err, timed_out = pipes.collect(out_r, err_r, deadline, int(control["max_out"]), lambda: _kill(pid))
+    os.close(out_r)
+    os.close(err_r)
+    status, late = _reap(pid, deadline)
     code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-    return wire.encode({"returncode": code, "timed_out": timed_out}, [out, err])
+    return wire.encode({"returncode": code, "timed_out": timed_out or late}, [out, err])
+
+
+def _reap(pid: int, deadline: float) -> tuple[int, bool]:
+    """The child's wait status once it exits, killing it at ``deadline`` (a child that
+    closed its pipes may still run); and whether it had to be killed."""
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status, False
+        if time.monotonic() >= deadline:
+            _kill(pid)
+            return os.waitpid(pid, 0)[1], True
+        time.sleep(0.005)
 
 
 def _threads() -> int:
@@ -207,55 +218,6 @@ def _threads() -> int:
         return threading.active_count()
 
 
-def _collect(pid: int, out_r: int, err_r: int, seconds: float, max_out: int) -> tuple[bytes, bytes, bool]:
-    """Read the child's stdout (killing it past ``max_out`` bytes) and stderr's tail until
-    both close; kill it at ``seconds``."""
-    deadline = time.monotonic() + seconds
-    out, err, timed_out = bytearray(), b"", False
-    with selectors.DefaultSelector() as sel:
-        sel.register(out_r, selectors.EVENT_READ, "out")
-        sel.register(err_r, selectors.EVENT_READ, "err")
-        while sel.get_map():
-            ready = sel.select(max(0.0, deadline - time.monotonic()))
-            if not ready:
-                if timed_out:  # killed, yet its pipes stay open: something else holds them
-                    break
-                timed_out = True
-                _kill(pid)
-                deadline = time.monotonic() + 5.0
-            for key, _ in ready:
-                chunk = os.read(key.fd, 1 << 16)
-                if not chunk:
-                    sel.unregister(key.fd)
-                    os.close(key.fd)
-                elif key.data == "err":
-                    err = (err + chunk)[-2000:]
-                elif len(out) <= max_out:
-                    out += chunk
-                    if len(out) > max_out:
-                        _kill(pid)
-        for key in list(sel.get_map().values()):
-            os.close(key.fd)
-    return bytes(out), err, timed_out
-
-
 def _kill(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-
-
-def _read_all(fd: int, n: int) -> bytes:
-    parts, got = [], 0
-    while got < n:
-        chunk = os.read(fd, min(n - got, 1 << 20))
-        if not chunk:
-            break
-        parts.append(chunk)
-        got += len(chunk)
-    return b"".join(parts)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]

@@ -27,13 +27,14 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import jax
 
-from limen_jax.program import artifact, forkserver, isolation, wire
+from limen_jax.program import artifact, forkserver, isolation, pipes, wire
 from limen_jax.program.checks import Limits
 from limen_jax.program.cost import step_work
 from limen_jax.program.errors import ProgramError
@@ -41,7 +42,6 @@ from limen_jax.task import Task, Transition
 
 # Most bytes a worker may answer with (two artifacts and a JSON verdict).
 MAX_REPLY_BYTES = 64 << 20
-_STDERR_TAIL = 2000
 
 
 class SandboxError(RuntimeError):
@@ -215,36 +215,27 @@ def _exchange(proc: subprocess.Popen[bytes], request: bytes, seconds: float) -> 
     """Send ``request``; read the answer (at most MAX_REPLY_BYTES + 1: a worker that sends
     more is killed) and the tail of stderr; kill the worker at ``seconds``."""
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
-    got: dict[str, bytes] = {"out": b"", "err": b""}
+    stdin = proc.stdin
 
     def send() -> None:
         with contextlib.suppress(OSError):  # the worker may die before reading it all
             stdin.write(request)
             stdin.close()
 
-    def read_out() -> None:
-        got["out"] = stdout.read(1 + MAX_REPLY_BYTES + 1)  # b"R" + the frame, or too much
-        if len(got["out"]) > 1 + MAX_REPLY_BYTES:
-            _kill(proc)
-
-    def read_err() -> None:
-        while chunk := os.read(stderr.fileno(), 1 << 16):  # drained, so the worker never blocks on it
-            got["err"] = (got["err"] + chunk)[-_STDERR_TAIL:]
-
-    threads = [threading.Thread(target=t, daemon=True) for t in (send, read_out, read_err)]
-    for t in threads:
-        t.start()
-    timed_out = False
-    try:
-        proc.wait(timeout=seconds)
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    deadline = time.monotonic() + seconds
+    # b"R" + the frame, or too much
+    out, err, timed_out = pipes.collect(proc.stdout.fileno(), proc.stderr.fileno(), deadline, 1 + MAX_REPLY_BYTES,
+                                        lambda: _kill(proc))  # fmt: skip
+    try:  # a worker that closed its pipes may still run
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         timed_out = True
         _kill(proc)
         proc.wait()
-    for t in threads:
-        t.join(timeout=10)
-    return got["out"], got["err"], timed_out
+    sender.join(timeout=10)
+    return out, err, timed_out
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -255,7 +246,7 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 def _verdict(out: bytes, err: bytes, code: int, timed_out: bool, seconds: float, name: str) -> Verdict:
     if not out.startswith(b"R"):
-        tail = err.decode(errors="replace")[-_STDERR_TAIL:]
+        tail = err.decode(errors="replace")[-pipes.STDERR_TAIL :]
         raise SandboxError(f"the checker worker ({name}) failed before running the program (exit {code}): {tail}")
     body = out[1:]
     if timed_out:

@@ -40,7 +40,7 @@ def main(argv: list[str]) -> None:
 def serve(name: str, header: dict[str, Any], buffers: list[bytes], reply_fd: int) -> NoReturn:
     """Answer one request on ``reply_fd``: b"R" once set up, then the reply frame; exit.
     Called with this process's limits set (a fresh worker, or a fork server's child)."""
-    from limen_jax.program import isolation, wire
+    from limen_jax.program import isolation, pipes, wire
 
     sys.path.extend(p for p in header["sys_path"] if p not in sys.path)
     extra = buffers[len(header["sample"]) :]  # a timing request's artifacts
@@ -51,10 +51,7 @@ def serve(name: str, header: dict[str, Any], buffers: list[bytes], reply_fd: int
         reply, blobs = time_request(header, sample, extra)
     else:
         reply, blobs = check_request(header, sample)
-    data = wire.encode(reply, blobs)
-    view = memoryview(data)
-    while view:
-        view = view[os.write(reply_fd, view) :]
+    pipes.write_all(reply_fd, wire.encode(reply, blobs))
     # No interpreter shutdown: a compile or run abandoned at its time limit may still be
     # going in a daemon thread, and finalising around it can abort.
     os._exit(0)

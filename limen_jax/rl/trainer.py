@@ -74,9 +74,7 @@ def bucket_width(dim: int) -> int:
     dim = max(int(dim), 1)
     if dim > 512:
         return -(-dim // 128) * 128
-    if dim > 128:
-        return -(-dim // 64) * 64
-    return 64 if dim <= 64 else 128
+    return -(-dim // 64) * 64
 
 
 # A single run of at least this many updates fuses its rollout (train_batch's "auto"):

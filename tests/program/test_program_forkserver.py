@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import tempfile
+import time
 
 import pytest
 from program_corpus import GOOD
@@ -51,6 +52,16 @@ def test_a_hung_child_is_killed_at_its_deadline_and_the_server_goes_on() -> None
         assert timed_out and code == -signal.SIGKILL
         _, _, code, timed_out = _request(server, seconds=1.0)
         assert timed_out and server.alive()
+    finally:
+        server.close()
+
+
+def test_a_child_that_closes_its_pipes_is_still_killed_at_its_deadline() -> None:
+    server = _server("close_and_run")
+    try:
+        t0 = time.monotonic()
+        _, _, code, timed_out = _request(server, seconds=1.0)
+        assert timed_out and code == -signal.SIGKILL and time.monotonic() - t0 < 10
     finally:
         server.close()
 
