@@ -70,7 +70,8 @@ class TrainState(struct.PyTreeNode):
 
 class Rollout(struct.PyTreeNode):
     """The rollout's carry between host calls; leaves [K, S, ...] (pool None when
-    reset_pool = 0). started: envs that had not started before this update (int32[K, S])."""
+    reset_pool = 0). started: envs that had not started before this update (int32[K, S]).
+    greedy: bool[K, S], act with the mode instead of sampling (evaluation only)."""
 
     env: EnvState
     carry: jax.Array
@@ -81,6 +82,7 @@ class Rollout(struct.PyTreeNode):
     k_ppo: jax.Array
     next_key: jax.Array
     started: jax.Array
+    greedy: jax.Array
 
 
 class Acted(struct.PyTreeNode):
@@ -187,12 +189,6 @@ class Core:
         for B = num_envs and shared by the rollout's resets and evaluation's starts."""
         return vmap_lead(self.task.reset, keys.ndim)(keys)
 
-    @property
-    def eval_envs(self) -> int:
-        """Evaluation runs this many envs per slot (at least num_envs, so that it reuses
-        the rollout's compiled ``act`` and kernel) and scores the first eval_episodes."""
-        return max(self.config.num_envs, self.config.eval_episodes)
-
     def mask(self, dims: jax.Array) -> jax.Array:
         """dims int32[K, S] -> bool[K, S, width], True for a candidate's real features."""
         return jnp.arange(self.width) < dims[..., None]
@@ -230,7 +226,7 @@ class Core:
         """Start the environments that never ran from the fresh states (now observed);
         a slot's statistics that saw nothing yet are seeded from those observations."""
         N = self.config.num_envs
-        fresh = [_fresh(t, o) for t, o in zip(tasks, obs, strict=True)]
+        fresh = [fresh_env(t, o) for t, o in zip(tasks, obs, strict=True)]
         states = jax.tree.map(lambda *x: jnp.concatenate(x, axis=2), *fresh)
         unstarted = ts.env.t < 0
         pool: ResetPool | None = None
@@ -250,7 +246,8 @@ class Core:
         )
         ts = ts.replace(obs_stats=stats)
         started = unstarted.sum(-1).astype(jnp.int32)
-        ro = Rollout(env, ts.carry, ts.prev_action, ts.prev_reward, pool, k_roll, k_ppo, key, started)
+        greedy = jnp.zeros(ts.update.shape, bool)
+        ro = Rollout(env, ts.carry, ts.prev_action, ts.prev_reward, pool, k_roll, k_ppo, key, started, greedy)
         return ts, ro
 
     def act(
@@ -305,7 +302,7 @@ class Core:
             starts, pool = slots(take_fresh)(ro.pool, end)
         else:
             assert fresh_task is not None and fresh_obs is not None
-            starts, pool = _fresh(fresh_task, fresh_obs), None
+            starts, pool = fresh_env(fresh_task, fresh_obs), None
         env = tree_where(end, starts, stepped)
         # V of the true (pre-reset) next state, to bootstrap where the horizon cut
         no = jnp.zeros_like(end)
@@ -342,7 +339,8 @@ class Core:
         return finish_update(self, ts, ro, stacked)
 
 
-def _fresh(task: TaskState, obs: jax.Array) -> EnvState:
+def fresh_env(task: TaskState, obs: jax.Array) -> EnvState:
+    """Environments at the start of an episode (t = 0, no return yet) in these states."""
     zeros = jnp.zeros(obs.shape[:-1], jnp.int32)
     return EnvState(task, obs, zeros, zeros.astype(jnp.float32))
 

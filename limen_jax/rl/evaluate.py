@@ -1,15 +1,18 @@
 """Evaluation of success: fresh episodes at the training horizon with the trained policy.
 
 Each slot (candidate k, seed s) runs ``config.eval_episodes`` new episodes, one per
-environment, for at most ``task.episode_length`` steps, acting with actions *sampled*
+environment, for at least ``task.episode_length`` steps, acting with actions *sampled*
 from the policy (what the paper measures; ``config.eval_deterministic`` takes the mode
 instead). A slot's score is the fraction of its episodes whose ``TaskState.success``
 holds when the episode ends. Episodes derive from ``fold_in(key, seed)``, so every
 candidate trained with the same seed is judged on the same start states.
 
-The policy acts through :meth:`Core.act`, the very compiled step the rollout uses, and
-the programs through the batch's kernel; these pure functions only start the episodes
-and keep the score (the host loop is :meth:`BatchTrainer.evaluate_full`).
+The episodes run through the training rollout itself (per step ``act``, the kernel and
+``settle``, or the fused rollout), ``rollout_len`` steps at a time from a rollout state
+of fresh episodes, so evaluating compiles nothing that acts or steps the task: these pure
+functions only start the episodes and keep the score. Only each environment's first
+episode counts; once it ends the environment restarts from the pool, as in training,
+and is ignored. More episodes than ``num_envs`` run in rounds of ``num_envs``.
 """
 
 from __future__ import annotations
@@ -18,61 +21,68 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from limen_jax.rl.core import Acted, Core, TrainState, slots
-from limen_jax.rl.env import EnvState
+from limen_jax.rl.core import Core, Rollout, TrainState, fresh_env, slots
+from limen_jax.rl.env import ResetPool
 from limen_jax.task import TaskState
 
 
-class EvalCarry(struct.PyTreeNode):
-    """Leaves [K, S, M] (M = ``Core.eval_envs``); key [K, S]."""
+class Score(struct.PyTreeNode):
+    """Each environment's first episode, leaves [K, S, N]: still running, and its success
+    and return once it ended."""
 
-    env: EnvState
-    carry: jax.Array
-    prev_action: jax.Array
-    prev_reward: jax.Array
     alive: jax.Array
     success: jax.Array
     returns: jax.Array
-    key: jax.Array
 
 
-def eval_begin(core: Core, state: TrainState, key: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """key [K, S] (one key, broadcast) -> the keys of the episodes' start states [K, S, M]
-    (for :meth:`Core.reset_tasks`) and the acting keys [K, S]."""
+def eval_begin(core: Core, rounds: int, state: TrainState, key: jax.Array) -> tuple[list[jax.Array], list[jax.Array]]:
+    """key [K, S] (one key, broadcast) -> per round, the keys of its episodes' start states
+    [K, S, N] (for :meth:`Core.reset_tasks`) and its acting keys [K, S]."""
+    N = core.config.num_envs
     slot_keys = slots(jax.random.fold_in)(key, state.seed)
     ks = slots(lambda k: jax.random.split(k, 2))(slot_keys)
     k_reset, k_act = ks[:, :, 0], ks[:, :, 1]
-    return slots(lambda k: jax.random.split(k, core.eval_envs))(k_reset), k_act
+    reset = slots(lambda k: jax.random.split(k, rounds * N))(k_reset)
+    acting = [k_act] + [slots(jax.random.fold_in)(k_act, jnp.full(k_act.shape, r)) for r in range(1, rounds)]
+    return [reset[:, :, r * N : (r + 1) * N] for r in range(rounds)], acting
 
 
-def eval_init(core: Core, tasks: TaskState, obs: jax.Array, k_act: jax.Array) -> EvalCarry:
-    """The start states with their observations (from the kernel)."""
+def eval_start(
+    core: Core, state: TrainState, tasks: TaskState, obs: jax.Array, k_act: jax.Array
+) -> tuple[Rollout, Score]:
+    """A rollout state of fresh episodes (their observations from the kernel) and an
+    empty score. The reset pool holds the same start states: what an environment does
+    after its first episode is not scored."""
+    cfg, net = core.config, core.net
+    env = fresh_env(tasks, obs)
     shape = obs.shape[:-1]
-    zeros = jnp.zeros(shape, jnp.int32)
-    return EvalCarry(
-        env=EnvState(tasks, obs, zeros, zeros.astype(jnp.float32)),
-        carry=jnp.zeros(shape + (core.net.carry_dim,), jnp.float32),
-        prev_action=core.net.dummy_action(shape),
-        prev_reward=jnp.zeros(shape, jnp.float32),
-        alive=jnp.ones(shape, bool),
-        success=jnp.zeros(shape, bool),
-        returns=jnp.zeros(shape, jnp.float32),
-        key=k_act,
-    )
-
-
-def eval_settle(core: Core, c: EvalCarry, acted: Acted, reward: jax.Array, next_obs: jax.Array) -> EvalCarry:
-    """Record the step; no reset: one episode per environment, finished ones masked out."""
-    env, info = core.step_env(c.env, acted, reward, next_obs)
-    end = info["end"]
-    ended = c.alive & end
-    return EvalCarry(
+    pool = None
+    if cfg.reset_pool > 0:
+        states = jax.tree.map(lambda x: jnp.concatenate([x] * cfg.reset_pool, axis=2), env)
+        pool = ResetPool(states, jnp.zeros(state.update.shape, jnp.int32))
+    ro = Rollout(
         env=env,
-        carry=acted.carry,
-        prev_action=acted.action,
-        prev_reward=reward,
-        alive=c.alive & ~end,
-        success=jnp.where(ended, info["ep_success"], c.success),
-        returns=jnp.where(ended, info["ep_return"], c.returns),
-        key=acted.key,
+        carry=jnp.zeros(shape + (net.carry_dim,), jnp.float32),
+        prev_action=net.dummy_action(shape),
+        prev_reward=jnp.zeros(shape, jnp.float32),
+        pool=pool,
+        key=k_act,
+        k_ppo=k_act,
+        next_key=k_act,
+        started=jnp.zeros(state.update.shape, jnp.int32),
+        greedy=jnp.full(state.update.shape, cfg.eval_deterministic),
     )
+    return ro, Score(jnp.ones(shape, bool), jnp.zeros(shape, bool), jnp.zeros(shape, jnp.float32))
+
+
+def eval_tally(score: Score, extra: dict[str, jax.Array]) -> Score:
+    """Fold a chunk of rollout records (``extra`` of :meth:`Core.settle`, stacked per slot
+    [K, S, T, N]) into the score, step by step."""
+
+    def step(s: Score, e: tuple[jax.Array, ...]) -> tuple[Score, None]:
+        end, success, ret = e
+        ended = s.alive & end
+        return Score(s.alive & ~end, jnp.where(ended, success > 0, s.success), jnp.where(ended, ret, s.returns)), None
+
+    xs = tuple(jnp.moveaxis(extra[k], 2, 0) for k in ("end", "ep_success", "ep_return"))
+    return jax.lax.scan(step, score, xs)[0]

@@ -36,11 +36,10 @@ def rollout_fn(core: Core, kernel: Any, no_action: jax.Array) -> Any:
     cfg = core.config
 
     def rollout(ts: TrainState, ro: Rollout) -> tuple[Rollout, Any]:
-        greedy = jnp.zeros(ts.update.shape, bool)
         with_reward = jnp.ones(ts.update.shape, bool)
 
         def step(ro: Rollout, _: None) -> tuple[Rollout, Any]:
-            acted = core.act(ts, ro.env, ro.carry, ro.prev_action, ro.prev_reward, ro.key, greedy)
+            acted = core.act(ts, ro.env, ro.carry, ro.prev_action, ro.prev_reward, ro.key, ro.greedy)
             reward, next_obs = kernel(ro.env.task.sim, acted.action, acted.next_task.sim, with_reward)
             fresh_task, fresh_obs = None, None
             if cfg.reset_pool == 0:

@@ -42,9 +42,9 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from limen_jax.interface import Interface
 from limen_jax.rl.compiled import CompileOnce, out_shapes
 from limen_jax.rl.config import PPOConfig
-from limen_jax.rl.core import Core, TrainState
+from limen_jax.rl.core import Core, Rollout, TrainState
 from limen_jax.rl.env import BatchedInterface, vmap_lead
-from limen_jax.rl.evaluate import eval_begin, eval_init, eval_settle
+from limen_jax.rl.evaluate import Score, eval_begin, eval_start, eval_tally
 from limen_jax.rl.fused import FusedRollout
 from limen_jax.rl.kernel import ProgramKernel, kernel_fn
 from limen_jax.rl.result import BatchResult
@@ -62,19 +62,21 @@ __all__ = [
 
 
 def bucket_width(dim: int) -> int:
-    """The padded observation width for a widest obs_dim of ``dim``: 64, 128, then
-    multiples of 64 up to 512 (beyond, multiples of 128: only task defaults are wider
-    than programs may be, and a task's default has one fixed size), so that every batch of
-    programs (1-512 features) falls in one of eight shapes and a search compiles the
-    program-independent part at most eight times. Padding is cheap at small widths (on a
-    2-core CPU an xland update of 2 x 2 slots at width 64 took 3 % longer than at 32, at
-    128 about 17 %) and not at large ones: 8 programs of 17-147 features x 2 seeds updated
-    in ~1190 ms at 256, ~950 at 192, ~870 at 147 (docs/training.md); a new shape costs a
-    15-20 s compile there."""
+    """The padded observation width for a widest obs_dim of ``dim``: 64, then multiples
+    of 32 up to 256 and of 64 up to 512 (beyond, multiples of 128: only task defaults are
+    wider than programs may be, and a task's default has one fixed size), so that every
+    batch of programs (1-512 features) falls in one of eleven shapes and a search compiles
+    the program-independent part at most eleven times. Padding is cheap at small widths
+    (on a 2-core CPU an xland update of 2 x 2 slots at width 64 took 3 % longer than at
+    32) and not at larger ones: 8 programs of 17-147 features x 2 seeds updated in ~1190
+    ms at 256, ~910 at 192, ~810 at 160 and ~800 at 147 (docs/training.md); a new shape
+    costs a 15-20 s compile there, once per process and then from the persistent cache."""
     dim = max(int(dim), 1)
     if dim > 512:
         return -(-dim // 128) * 128
-    return -(-dim // 64) * 64
+    if dim > 256:
+        return -(-dim // 64) * 64
+    return max(64, -(-dim // 32) * 32)
 
 
 # A single run of at least this many updates fuses its rollout (train_batch's "auto"):
@@ -220,10 +222,12 @@ class BatchTrainer:
         return exe(*args)
 
     def _reset(self, keys: jax.Array) -> Any:
-        """Fresh task states for ``keys`` [K, S, N]. Once per update (the reset pool) or per
-        evaluation, except on the split path without a pool, where every step resets."""
-        once = self.fused is not None or self.config.reset_pool > 0
-        return self._call("reset", self.core.reset_tasks, (), keys, once=once)
+        """Fresh task states for ``keys`` [K, S, N]: the reset pool's chunks every update,
+        or every step on the split path without a pool. Full optimisation either way: at
+        K=8 x S=2 xland_easy resets of 256 envs took 22-26 ms per call at LLVM level 0 and
+        4.5 ms optimised, ~40 ms of a ~950 ms update, for 3 s more compiling once per
+        core (0.5 s at K=1, where a call took 1.8 ms against 0.4)."""
+        return self._call("reset", self.core.reset_tasks, (), keys)
 
     def _observe(self, tasks: Any) -> jax.Array:
         """φ of fresh task states [K, S, N] through the kernel (R skipped)."""
@@ -290,20 +294,28 @@ class BatchTrainer:
 
     def update(self, ts: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
         """One PPO update of every slot: begin, T x (act, kernel, settle), update."""
-        core, cfg = self.core, self.config
+        core = self.core
         key, k_roll, k_ppo, reset_keys = self._call("begin", core.begin, (), ts, once=True)
         tasks = [self._reset(k) for k in reset_keys]
         obs = [self._observe(t) for t in tasks]
         ts, ro = self._call("start", core.start, (), ts, key, k_roll, k_ppo, tasks, obs, once=True)
+        ro, records = self._steps(ts, ro)
+        if self.fused is not None:
+            return self._call("update_stacked", core.update_stacked, (), ts, ro, records)
+        return self._call("update", core.update, (), ts, ro, records)
+
+    def _steps(self, ts: TrainState, ro: Rollout) -> tuple[Rollout, Any]:
+        """``rollout_len`` steps from ``ro`` -> (ro, records): the fused rollout's records
+        stacked per slot, or the split path's list of per-step records."""
+        core, cfg = self.core, self.config
         if self.fused is not None:
             ro, stacked = self.fused(ts, ro)
             self._account()
-            return self._call("update_stacked", core.update_stacked, (), ts, ro, stacked)
-        greedy = jnp.zeros(ts.update.shape, bool)
+            return ro, stacked
         records = []
         for _ in range(cfg.rollout_len):
             acted = self._call("act", core.act, (), ts, ro.env, ro.carry, ro.prev_action, ro.prev_reward, ro.key,
-                               greedy)  # fmt: skip
+                               ro.greedy)  # fmt: skip
             reward, next_obs = self.kernel(ro.env.task.sim, acted.action, acted.next_task.sim, True)
             fresh_task, fresh_obs = None, None
             if cfg.reset_pool == 0:
@@ -313,7 +325,7 @@ class BatchTrainer:
             ro, record = self._call("settle", core.settle, (), ts, ro, acted, reward, next_obs, fresh_task,
                                     fresh_obs)  # fmt: skip
             records.append(record)
-        return self._call("update", core.update, (), ts, ro, records)
+        return ro, records
 
     def params_tree(self, state: TrainState) -> PyTree:
         """The parameters as the network's pytree, leaves [K, S, ...]."""
@@ -328,35 +340,33 @@ class BatchTrainer:
     def evaluate_full(self, state: TrainState, key: jax.Array) -> tuple[np.ndarray, np.ndarray]:
         """(success rate, mean episode return under R), each float32 (K, S)."""
         E = self.config.eval_episodes
-        c = self._evaluation(state, key, self.core.horizon)
-        success = np.asarray(c.success, np.float32)[..., :E].mean(-1)
-        returns = np.asarray(c.returns, np.float32)[..., :E].mean(-1)
+        score = self._evaluation(state, key, self.core.horizon)
+        success = np.asarray(score.success, np.float32)[..., :E].mean(-1)
+        returns = np.asarray(score.returns, np.float32)[..., :E].mean(-1)
         return success, returns
 
-    def _evaluation(self, state: TrainState, key: jax.Array, steps: int) -> Any:
-        """The evaluation's carry after ``steps`` steps (the horizon; one when compiling ahead)."""
-        core = self.core
+    def _evaluation(self, state: TrainState, key: jax.Array, steps: int) -> Score:
+        """The first episodes' score, leaves [K, S, rounds x N], after ``steps`` steps
+        rounded up to whole rollouts (the horizon; one rollout when compiling ahead)."""
+        core, cfg = self.core, self.config
+        rounds = -(-cfg.eval_episodes // cfg.num_envs)
         keys = jnp.broadcast_to(key, state.update.shape)
-        reset_keys, k_act = self._call("eval_begin", functools.partial(eval_begin, core), (), state, keys, once=True)
-        tasks = self._reset(reset_keys)
-        if core.eval_envs == self.config.num_envs:
+        begin = functools.partial(eval_begin, core, rounds)
+        reset_keys, act_keys = self._call("eval_begin", begin, (), state, keys, once=True)
+        scores = []
+        for reset_key, act_key in zip(reset_keys, act_keys, strict=True):
+            tasks = self._reset(reset_key)
             obs = self._observe(tasks)
-        else:  # more evaluation episodes than envs: the kernel compiles for that shape too
-            dummy = self.net.dist.to_env(self.net.dummy_action(tasks.done.shape))
-            obs = self.kernel(tasks.sim, dummy, tasks.sim, False)[1]
-        c = self._call("eval_init", functools.partial(eval_init, core), (), tasks, obs, k_act, once=True)
-        greedy = jnp.full(state.update.shape, self.config.eval_deterministic)
-        settle = functools.partial(eval_settle, core)
-        # act keeps full optimisation even where only evaluation calls it (the fused path):
-        # it steps the task a horizon of times, and a go1_push evaluation took 40 s with
-        # act at LLVM level 0 against 11 s (8 s less compiling)
-        for _ in range(steps):
-            acted = self._call("act", core.act, (), state, c.env, c.carry, c.prev_action, c.prev_reward, c.key,
-                               greedy)  # fmt: skip
-            reward, next_obs = self.kernel(c.env.task.sim, acted.action, acted.next_task.sim, True)
-            c = self._call("eval_settle", settle, (), c, acted, reward, next_obs)
-        self._account()
-        return c
+            ro, score = self._call("eval_start", functools.partial(eval_start, core), (), state, tasks, obs, act_key,
+                                   once=True)  # fmt: skip
+            for _ in range(-(-steps // cfg.rollout_len)):
+                ro, records = self._steps(state, ro)
+                extra = records[1] if self.fused is not None else [r[1] for r in records]
+                score = self._call("eval_tally", _tally, (), score, extra, once=True)
+            scores.append(score)
+        if len(scores) == 1 or self._abstract:
+            return scores[0]
+        return jax.tree.map(lambda *x: jnp.concatenate(x, axis=2), *scores)
 
     # --- compiling ahead ----------------------------------------------------------------
 
@@ -383,6 +393,13 @@ class BatchTrainer:
         finally:
             self._set_abstract(False)
         return self.compile_s - before
+
+
+def _tally(score: Score, extra: Any) -> Score:
+    """:func:`eval_tally` on stacked records, or on the split path's per-step list."""
+    if isinstance(extra, list):
+        extra = jax.tree.map(lambda *x: jnp.stack(x, axis=2), *extra)
+    return eval_tally(score, extra)
 
 
 def timed_evaluation(

@@ -117,8 +117,7 @@ def test_reset_every_step_trains_the_same_split_or_fused():
         state, curves = tr.run(tr.init([0], 2), 2)
         out[rollout] = curves, np.asarray(state.params)
         levels[rollout] = _optimisation(tr)["reset"]  # the core is shared: read before the next
-    # the split path resets at every step here: its reset keeps full optimisation
-    assert levels["split"] == {"full"} and "once" in levels["fused"], levels
+    assert levels["split"] == {"full"} == levels["fused"], levels
     assert np.all(out["split"][0]["episodes"] > 0) and np.all(out["split"][0]["pool_overflow"] == 0)
     for name in ("return", "success", "episode_length", "episodes"):
         np.testing.assert_allclose(out["fused"][0][name], out["split"][0][name], rtol=1e-5, atol=1e-6)
@@ -134,12 +133,12 @@ def _optimisation(tr):
 
 
 def test_only_programs_that_run_once_skip_llvm_optimisation(runs):
-    """Once per run or per update: LLVM level 0 (xla_options.RUN_ONCE). Per step (and the
-    evaluation's act, which steps the task a horizon of times): full optimisation."""
+    """Once per run, per update or per evaluated rollout: LLVM level 0 (xla_options.RUN_ONCE).
+    Per step, and the task's reset (its pool's chunks every update): full optimisation."""
     levels = _optimisation(runs["mixed_full"][2])
     once = {name for name, how in levels.items() if how == {"once"}}
-    assert once == {"init", "begin", "reset", "start", "eval_begin", "eval_init"}, levels
-    for name in ("act", "settle", "update", "eval_settle"):
+    assert once == {"init", "begin", "start", "eval_begin", "eval_start", "eval_tally"}, levels
+    for name in ("reset", "act", "settle", "update"):
         assert levels[name] == {"full"}, (name, levels)
 
 
@@ -380,6 +379,6 @@ def test_width_buckets_keep_search_shapes_few():
     from limen_jax.rl.trainer import bucket_width
 
     dims = (1, 7, 64, 65, 128, 129, 147, 192, 193, 300, 512)
-    assert [bucket_width(d) for d in dims] == [64, 64, 64, 128, 128, 192, 192, 192, 256, 320, 512]
-    assert len({bucket_width(d) for d in range(1, 513)}) == 8
+    assert [bucket_width(d) for d in dims] == [64, 64, 64, 96, 128, 160, 160, 192, 224, 320, 512]
+    assert len({bucket_width(d) for d in range(1, 513)}) == 11
     assert [bucket_width(d) for d in (513, 1254)] == [640, 1280]  # wide task defaults: one fixed size each
