@@ -4,8 +4,10 @@ The reward-only search setting of Eureka, RF-Agent, FORGE and GRACE's MuJoCo exp
 Each task wraps ``brax.envs.get_environment(name, backend=...)`` without Brax's training
 wrappers (the engine handles horizons and auto-reset). The sim that programs see is
 Brax's own ``State`` (``state.pipeline_state.q``, ``.qd``, ``.x.pos``, ``state.obs``,
-``state.metrics``, ...), so reward programs written against Brax run unchanged; two keys
-are added to ``state.info``: ``step_count`` and ``start_x``.
+``state.metrics``, ...), so reward programs written against Brax run unchanged; three
+keys are added to ``state.info``: ``step_count``, ``episode_return`` (the engine's Brax
+adapter, :mod:`limen_jax.adapters.brax_env`, which loads and steps these tasks) and
+``start_x``.
 
 Success (binary, per trajectory, evaluated once at the end): the agent survives all
 1000 steps (never "unhealthy") and its torso moved forward (+x) by at least
@@ -17,7 +19,6 @@ baseline for reward-only comparisons: :meth:`BraxTask.native_reward` (and
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import jax
@@ -25,8 +26,8 @@ import jax.numpy as jnp
 from limen_envs import brax_catalog
 from limen_envs.presets import BRAX_PAPER, MUJOCO_CPU, TINY_CPU, paper_budget
 
+from limen_jax.adapters.brax_env import BraxEnvTask
 from limen_jax.catalog import Catalog
-from limen_jax.task import Box, Task, TaskState
 
 # Physics backend per task: the fastest on this CPU with jax 0.10 (random actions, 64 envs,
 # docs/tasks.md): MJX (impl "jax") for the 3-D ant and humanoid (ant 4.9 k vs 1.9 k steps/s
@@ -59,6 +60,7 @@ _CONTEXT = """\
 - `state.done`: float32 (): 1.0 when the last step ended the episode.
 - `state.metrics`: dict of float32 () scalars computed by Brax each step: {metrics}.
 - `state.info["step_count"]`: int32 (): control steps taken in this episode.
+- `state.info["episode_return"]`: float32 (): the sum of `state.reward` so far.
 - `state.info["start_x"]`: float32 (): the torso's x at the start of the episode.
 
 ### Actions (`action`, float32 ({act_dim},), each in [-1, 1])
@@ -66,19 +68,22 @@ _CONTEXT = """\
 """
 
 
-class BraxTask(Task):
-    """A Brax locomotion env as a task; subclasses set ``env_name`` and the context text."""
+class BraxTask(BraxEnvTask):
+    """A Brax locomotion env as a task; subclasses set ``env_name`` and the context text.
 
-    env_name = ""
+    The engine's Brax adapter loads and steps the environment (``step_count`` and
+    ``episode_return`` in ``state.info``); this adds ``start_x``, the success rule, the
+    context, the catalog and the presets."""
+
     title = ""
-    summary = ""
+    overview = ""
     healthy = ""  # when the episode ends early, as a clause after "survives all N steps"
     q_desc = ""
     qd_desc = ""
     actions = ""
     native = ""
     backend = GENERALIZED
-    episode_length = 1000
+    horizon = 1000
     params = {"success_velocity": 1.0}
     ppo_presets = {"cpu": MUJOCO_CPU, "paper": BRAX_PAPER}
     # Brax's published PPO budget for its locomotion envs (50M steps)
@@ -86,62 +91,20 @@ class BraxTask(Task):
 
     def __init__(self, **params: float) -> None:
         super().__init__(**params)
-        from brax import envs
-        from limen_envs.mujoco_common import patch_mjx_tree_scan
-
-        patch_mjx_tree_scan()
-        with warnings.catch_warnings():
-            # Brax's notice that it is unmaintained, printed on every load; we use its
-            # environment definitions only, stepping them on MJX or its generalized pipeline
-            warnings.filterwarnings("ignore", message="Brax System", category=UserWarning)
-            self.env = envs.get_environment(self.env_name, backend=self.backend)
-        self.action_space = Box(int(self.env.action_size), -1.0, 1.0)
         self.dt = float(self.env.dt)
         self.success_distance = float(self.params["success_velocity"]) * self.episode_length * self.dt
 
-    def reset(self, key: jax.Array) -> TaskState:
-        state = self.env.reset(key)
-        info = {
-            **state.info,
-            "step_count": jnp.asarray(0, jnp.int32),
-            "start_x": jnp.asarray(state.pipeline_state.x.pos[0, 0], jnp.float32),
-        }
-        false = jnp.asarray(False)
-        return TaskState(sim=state.replace(info=info), done=false, success=false)
-
-    def step(self, state: TaskState, action: jax.Array) -> TaskState:
-        sim = state.sim
-        # Brax's step updates state.metrics in place: hand it copies so that `sim` (which
-        # R(s, a, s') receives as s) keeps its own metrics.
-        fresh = sim.replace(metrics=dict(sim.metrics), info=dict(sim.info))
-        nxt = self.env.step(fresh, jnp.asarray(action, jnp.float32))
-        nxt = nxt.replace(info={**nxt.info, "step_count": sim.info["step_count"] + 1})
-        # Brax's step returns some weakly typed leaves (done, survive bonuses) where reset
-        # returns strong ones; matching them keeps scan carries and jit caches stable
-        # (otherwise every jitted rollout compiles twice).
-        nxt = jax.tree.map(lambda new, old: jax.lax.convert_element_type(new, old.dtype), nxt, sim)
-        done = nxt.done > 0.5
-        return TaskState(sim=nxt, done=done, success=state.success | self._succeeded(nxt))
+    def start_info(self, state: Any) -> dict[str, jax.Array]:
+        return {"start_x": jnp.asarray(state.pipeline_state.x.pos[0, 0], jnp.float32)}
 
     def forward_distance(self, sim: Any) -> jax.Array:
         """Torso x displacement since the start of the episode (m): float32[]."""
         return sim.pipeline_state.x.pos[0, 0] - sim.info["start_x"]
 
-    def _succeeded(self, sim: Any) -> jax.Array:
+    def succeeded(self, sim: Any) -> jax.Array:
+        """bool[]: survived the whole horizon and moved ``success_distance`` forward."""
         at_end = sim.info["step_count"] >= self.episode_length
         return at_end & (sim.done < 0.5) & (self.forward_distance(sim) >= self.success_distance)
-
-    def default_observation(self, sim: Any) -> jax.Array:
-        """Brax's native observation (positions without the torso's x(y), then velocities)."""
-        return jnp.asarray(sim.obs, jnp.float32).reshape(-1)
-
-    def sparse_reward(self, sim: Any, action: jax.Array, next_sim: Any) -> jax.Array:
-        """1.0 on the final step of a successful trajectory, else 0."""
-        return self._succeeded(next_sim).astype(jnp.float32)
-
-    def native_reward(self, sim: Any, action: jax.Array, next_sim: Any) -> jax.Array:
-        """Brax's own dense reward for the transition: the reward-only baseline."""
-        return jnp.asarray(next_sim.reward, jnp.float32)
 
     def offline_catalog(self) -> Catalog:
         return brax_catalog.catalog(round(self.dt, 6), self.episode_length, float(self.params["success_velocity"]))
@@ -153,7 +116,7 @@ class BraxTask(Task):
         return _CONTEXT.format(
             title=self.title,
             backend=self.backend,
-            summary=self.summary,
+            summary=self.overview,
             horizon=self.episode_length,
             healthy=self.healthy,
             distance=round(self.success_distance, 3),
@@ -182,7 +145,7 @@ class Ant(BraxTask):
     env_name = "ant"
     backend = MJX
     title = "Ant"
-    summary = "A four-legged ant (torso with a free joint, 4 legs of 2 hinges) must run in +x."
+    overview = "A four-legged ant (torso with a free joint, 4 legs of 2 hinges) must run in +x."
     healthy = " (it is unhealthy, and the episode ends, when the torso's z leaves [0.2, 1.0])"
     q_desc = "[0:3] torso position, [3:7] torso quaternion (w, x, y, z), [7:15] the 8 hinge angles."
     qd_desc = "[0:3] torso linear velocity, [3:6] torso angular velocity, [6:14] hinge velocities."
@@ -198,7 +161,7 @@ class Humanoid(BraxTask):
     env_name = "humanoid"
     backend = MJX
     title = "Humanoid"
-    summary = "A 3-D humanoid (torso with a free joint, abdomen, arms and legs) must walk in +x."
+    overview = "A 3-D humanoid (torso with a free joint, abdomen, arms and legs) must walk in +x."
     healthy = " (it is unhealthy, and the episode ends, when the torso's z leaves [1.0, 2.0])"
     q_desc = "[0:3] torso position, [3:7] torso quaternion (w, x, y, z), [7:24] the 17 hinge angles."
     qd_desc = "[0:3] torso linear velocity, [3:6] torso angular velocity, [6:23] hinge velocities."
@@ -216,7 +179,7 @@ class Hopper(BraxTask):
     description = "Brax hopper (planar one-leg, 3 torques): hop forward at >= 1 m/s mean over 1000 steps"
     env_name = "hopper"
     title = "Hopper"
-    summary = "A planar one-legged hopper (torso, thigh, leg, foot) must hop in +x."
+    overview = "A planar one-legged hopper (torso, thigh, leg, foot) must hop in +x."
     healthy = (
         " (it is unhealthy, and the episode ends, when the torso's height drops below 0.7,\n"
         "its pitch leaves [-0.2, 0.2] rad, or any other q/qd leaves [-100, 100])"
@@ -234,7 +197,7 @@ class Walker2d(BraxTask):
     description = "Brax walker2d (planar biped, 6 torques): walk forward at >= 1 m/s mean over 1000 steps"
     env_name = "walker2d"
     title = "Walker2d"
-    summary = "A planar biped (torso, two legs of thigh, leg, foot) must walk in +x."
+    overview = "A planar biped (torso, two legs of thigh, leg, foot) must walk in +x."
     healthy = (
         " (it is unhealthy, and the episode ends, when the torso's height leaves\n"
         "[0.8, 2.0] or its pitch leaves [-1, 1] rad)"
@@ -255,7 +218,7 @@ class Halfcheetah(BraxTask):
     description = "Brax halfcheetah (planar, 6 torques): run forward at >= 2 m/s mean over 1000 steps"
     env_name = "halfcheetah"
     title = "HalfCheetah"
-    summary = "A planar two-legged cheetah must run in +x. It cannot fall: episodes never end early."
+    overview = "A planar two-legged cheetah must run in +x. It cannot fall: episodes never end early."
     healthy = ""
     params = {"success_velocity": 2.0}
     q_desc = (

@@ -116,9 +116,15 @@ class EnvTask(Task):
 
     # --- dynamics -----------------------------------------------------------------------
 
+    def start_info(self, state: Any) -> dict[str, jax.Array]:
+        """Keys a subclass adds to ``state.info`` at reset (the environment's step carries
+        ``info`` over, so they last the episode); none here."""
+        return {}
+
     def reset(self, key: jax.Array) -> TaskState:
         state = self.env.reset(key)
-        info = {**state.info, "step_count": jnp.asarray(0, jnp.int32), "episode_return": jnp.asarray(0.0, jnp.float32)}
+        info = {**state.info, **self.start_info(state), "step_count": jnp.asarray(0, jnp.int32),
+                "episode_return": jnp.asarray(0.0, jnp.float32)}  # fmt: skip
         false = jnp.asarray(False)
         return TaskState(sim=state.replace(info=info), done=false, success=false)
 

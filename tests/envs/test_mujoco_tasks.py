@@ -24,6 +24,7 @@ from limen_envs.mujoco_common import menagerie_path  # noqa: E402
 from mujoco_rollout import N_ENVS, N_STEPS, Rollout  # noqa: E402
 
 import limen_jax as lj  # noqa: E402
+from limen_jax.adapters.brax_env import BraxEnvTask  # noqa: E402
 from limen_jax.task import TaskState  # noqa: E402
 
 BRAX_TASKS = ["ant", "humanoid", "hopper", "walker2d", "halfcheetah"]
@@ -247,6 +248,10 @@ def test_ant_rollout_native_reward_and_success(ant):
     assert states.sim.info["step_count"].tolist() == [N_STEPS] * N_ENVS
     native = jax.vmap(ant.task.native_reward)(seen.sim, seen.action, seen.next_sim)
     np.testing.assert_allclose(native, seen.next_sim.reward)
+    # the engine's Brax adapter steps it: it sums the native reward; start_x lasts the episode
+    assert isinstance(ant.task, BraxEnvTask)
+    np.testing.assert_allclose(states.sim.info["episode_return"], native.reshape(N_STEPS, N_ENVS).sum(0), rtol=1e-5)
+    np.testing.assert_array_equal(states.sim.info["start_x"], ant.states.sim.pipeline_state.x.pos[:, 0, 0])
     # brax's in-place metrics update must not leak into the pre-step state
     assert not np.allclose(seen.sim.metrics["x_position"], seen.next_sim.metrics["x_position"])
     obs = jax.vmap(ant.task.default_observation)(seen.sim)
@@ -266,7 +271,7 @@ def test_brax_context_and_success_threshold(name):
     ctx = task.context
     for field in ("state.pipeline_state.q", "state.pipeline_state.x.pos", "state.obs", "state.metrics"):
         assert field in ctx
-    for key in ("step_count", "start_x"):
+    for key in ("step_count", "episode_return", "start_x"):
         assert f'state.info["{key}"]' in ctx
     shapes = jax.eval_shape(task.reset, jax.random.key(0)).sim
     for metric in shapes.metrics:
