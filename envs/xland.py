@@ -200,6 +200,9 @@ class XLandMedium(XLandTask):
     description = "XLand-MiniGrid 9x9 room: place the yellow pyramid next to the green square; 80 steps"
     episode_length = 80
     budgets = {"paper": paper_budget(1_000_000, 2_000_000, 0.02), "cpu": cpu_budget(250_000, 3, 3, 0.02)}
+    # its reference reward (interfaces/xland_medium.py) has 875 nodes: bins of 60 put it
+    # in bin 14 of 0-19 (at 25 it sat in the open-ended last bin with every larger program)
+    reward_ast_bin_width = 60
     goal = TileNearGoal(tile_a=_tile(Tiles.PYRAMID, Colors.YELLOW), tile_b=_tile(Tiles.SQUARE, Colors.GREEN))
     init_tiles = ((Tiles.PYRAMID, Colors.YELLOW), (Tiles.SQUARE, Colors.GREEN))
     goal_desc = (
@@ -222,6 +225,7 @@ class XLandHard(XLandTask):
     episode_length = 400
     # cpu preset: about 27 minutes on 2 cores (best 0.87 at 1M steps, docs/evolution.md)
     budgets = {"paper": paper_budget(3_000_000, 5_000_000, 0.01), "cpu": cpu_budget(1_000_000, 5, 3, 0.01)}
+    reward_ast_bin_width = 60  # its reference reward has 956 nodes: bin 15 (see XLandMedium)
     goal = TileNearGoal(tile_a=_tile(Tiles.BALL, Colors.GREEN), tile_b=_tile(Tiles.HEX, Colors.YELLOW))
     rules = (
         AgentHoldRule(tile=_tile(Tiles.PYRAMID, Colors.BLUE), prod_tile=_tile(Tiles.BALL, Colors.GREEN)),

@@ -11,7 +11,7 @@ import dataclasses
 import json
 from typing import Any, TypeVar
 
-from limen_jax.archive import ArchiveConfig
+from limen_jax.archive import ArchiveConfig, GridSpec
 from limen_jax.fields import coerce_fields
 from limen_jax.llm.prompts import PromptConfig
 from limen_jax.modes import MODES, Mode
@@ -128,12 +128,14 @@ class EvolveConfig:
 
         if preset not in DEFAULT_BUDGETS:
             raise ValueError(f"unknown preset {preset!r}; expected cpu or paper")
-        b = (task_facts(task) or Task).budget(preset)
+        facts = task_facts(task) or Task
+        b = facts.budget(preset)
         cfg = cls(
             task=task,
             preset=preset,
             search=SearchConfig(iterations=b.iterations, candidates=b.candidates, seeds=b.seeds),
             cascade=CascadeConfig(b.short_steps, b.full_steps, b.threshold),
+            archive=ArchiveConfig(grid=GridSpec(ast_bin_width=facts.reward_ast_bin_width)),
         )
         return from_dict(cls, {**to_dict(cfg), **overrides})
 

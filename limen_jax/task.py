@@ -132,6 +132,10 @@ class Task(abc.ABC):
         missing kind means PPOConfig's defaults.
     budgets: ``{"cpu": Budget, "paper": Budget}``; a missing kind means
         :data:`DEFAULT_BUDGETS`.
+    reward_ast_bin_width: the width, in AST nodes, of the archive's reward-size bins
+        (``limen_jax.archive.GridSpec``; 20 bins, the last open-ended). The default 25
+        spans 0-474 nodes; a task whose reward programs are larger declares a wider bin
+        so they spread over the axis instead of piling into the open-ended last bin.
     """
 
     name: str = ""
@@ -141,6 +145,7 @@ class Task(abc.ABC):
     params: dict[str, float] = {}
     ppo_presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
     budgets: ClassVar[Mapping[str, Budget]] = DEFAULT_BUDGETS
+    reward_ast_bin_width: ClassVar[int] = 25
 
     def __init__(self, **params: float) -> None:
         unknown = set(params) - set(self.params)

@@ -96,3 +96,20 @@ def test_ppo_and_checker_overrides_are_checked_when_the_config_is_built():
     assert cfg.checker == {"max_obs_dim": 4} and cfg.prompt.num_failures == 1
     assert cfg.archive.num_islands == 2 and cfg.archive.grid.ast_bin_width == 10
     assert EvolveConfig.from_dict(cfg.to_dict()) == cfg
+
+
+@pytest.mark.parametrize("task", ["xland_easy", "xland_medium", "xland_hard", "go1_push", "panda_track", "ant"])
+def test_reference_rewards_sit_inside_the_ast_axis(task):
+    """Each task's grid spreads its programs' reward sizes: the reference program lands in
+    a bin below the open-ended last one, with room above it (xland_medium and xland_hard
+    declare 60-node bins; at the default 25 their references sat in the last bin)."""
+    from limen_envs import interfaces
+
+    from limen_jax.program.descriptors import reward_ast_size
+
+    grid = EvolveConfig.preset_for(task, "paper").archive.grid
+    assert grid == EvolveConfig.preset_for(task, "cpu").archive.grid
+    size = reward_ast_size(interfaces.path(task).read_text())
+    assert 0 < grid.ast_bin(size) <= grid.num_ast_bins - 3, (task, size, grid.ast_bin_width)
+    width = {"xland_medium": 60, "xland_hard": 60}.get(task, 25)
+    assert grid.ast_bin_width == width
