@@ -1,5 +1,6 @@
 """The fused rollout: the T steps of one update (act, the programs' kernel, settle) as
-one compiled scan, for runs where running speed matters more than compiling.
+one compiled scan, for runs where running speed matters more than compiling. The
+evaluation's episodes step through it too, T steps at a time (``limen_jax.rl.evaluate``).
 
 The split path (:class:`limen_jax.rl.trainer.BatchTrainer` with ``rollout="split"``)
 calls three executables per step, ``act`` and ``settle`` compiled once per shape and
