@@ -226,7 +226,9 @@ class BatchTrainer:
         or every step on the split path without a pool. Full optimisation either way: at
         K=8 x S=2 xland_easy resets of 256 envs took 22-26 ms per call at LLVM level 0 and
         4.5 ms optimised, ~40 ms of a ~950 ms update, for 3 s more compiling once per
-        core (0.5 s at K=1, where a call took 1.8 ms against 0.4)."""
+        core (0.5 s at K=1, where a call took 1.8 ms against 0.4). A short run of a
+        cheap-to-reset task pays: panda_track's CPU preset (K=2 x S=2, 20 updates) saves
+        1 ms a call for 2.5 s more compiling (go1_push: 2.3 ms for 0.5 s)."""
         return self._call("reset", self.core.reset_tasks, (), keys)
 
     def _observe(self, tasks: Any) -> jax.Array:
