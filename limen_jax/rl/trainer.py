@@ -48,7 +48,7 @@ from limen_jax.rl.evaluate import Score, eval_begin, eval_start, eval_tally
 from limen_jax.rl.fused import FusedRollout
 from limen_jax.rl.kernel import ProgramKernel, kernel_fn
 from limen_jax.rl.result import BatchResult
-from limen_jax.rl.update import METRICS
+from limen_jax.rl.update import METRICS, stack_records
 from limen_jax.rl.watchdog import check_deadline
 from limen_jax.task import Task
 from limen_jax.xla_cache import enable_compilation_cache
@@ -399,9 +399,7 @@ class BatchTrainer:
 
 def _tally(score: Score, extra: Any) -> Score:
     """:func:`eval_tally` on stacked records, or on the split path's per-step list."""
-    if isinstance(extra, list):
-        extra = jax.tree.map(lambda *x: jnp.stack(x, axis=2), *extra)
-    return eval_tally(score, extra)
+    return eval_tally(score, stack_records(extra) if isinstance(extra, list) else extra)
 
 
 def timed_evaluation(

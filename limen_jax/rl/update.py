@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -32,11 +32,12 @@ METRICS = (
 
 
 Records = tuple[Batch, dict[str, jax.Array], Any]
+R = TypeVar("R")
 
 
-def stack_records(records: list[Records]) -> Records:
-    """The T steps' (Batch, extra, Moments), leaves [K, S, N, ...], stacked per slot
-    time-major: leaves [K, S, T, N, ...]."""
+def stack_records(records: list[R]) -> R:
+    """The T steps' records (e.g. (Batch, extra, Moments)), leaves [K, S, N, ...], stacked
+    per slot time-major: leaves [K, S, T, N, ...]."""
     return jax.tree.map(lambda *x: jnp.stack(x, axis=2), *records)
 
 
