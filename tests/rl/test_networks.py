@@ -82,3 +82,20 @@ def test_padded_init_depends_on_the_candidate_not_on_the_width():
         # 5 rows of 16 features: orthogonal rows, scaled by sqrt(2)
         np.testing.assert_allclose(ka[:5] @ ka[:5].T, 2.0 * np.eye(5), atol=1e-4)
     np.testing.assert_array_equal(a["params"]["actor_out"]["kernel"], b["params"]["actor_out"]["kernel"])
+
+
+@pytest.mark.parametrize("overrides", [{}, TINY_GRU])
+def test_every_dense_kernel_is_orthogonal_at_its_scale(overrides):
+    net = ActorCritic(PPOConfig(**overrides), Discrete(3))
+    params = net.init(jax.random.key(3), 5)["params"]
+    scales = net.module.kernel_scales()
+    assert set(scales) <= set(params)
+    for name, layer in params.items():  # a Dense layer left out of kernel_scales stays 0
+        assert "kernel" not in layer or np.abs(np.asarray(layer["kernel"])).max() > 0, name
+    for name, scale in scales.items():
+        k = np.asarray(params[name]["kernel"], np.float64) / scale
+        gram = k.T @ k if k.shape[0] >= k.shape[1] else k @ k.T
+        np.testing.assert_allclose(gram, np.eye(min(k.shape)), atol=1e-4, err_msg=name)
+    # no two layers share a draw
+    firsts = {float(params[name]["kernel"][0, 0]) / scales[name] for name in scales}
+    assert len(firsts) == len(scales)
