@@ -209,10 +209,10 @@ class Core:
         chunks of N (key[K, S, N]; reset_pool chunks, or one), each reset by
         :meth:`reset_tasks` and observed by the kernel (the same shapes as every step's)."""
         cfg, N = self.config, self.config.num_envs
-        keys = slots(lambda k: jax.random.split(k, 4))(ts.key)
-        key, k_pool, k_roll, k_ppo = (keys[:, :, i] for i in range(4))
         chunks = max(cfg.reset_pool, 1)
-        reset_keys = slots(lambda k: jax.random.split(k, chunks * N))(k_pool)
+        # one split for all of them: each split is a threefry loop XLA compiles separately
+        keys = slots(lambda k: jax.random.split(k, 3 + chunks * N))(ts.key)
+        key, k_roll, k_ppo, reset_keys = keys[:, :, 0], keys[:, :, 1], keys[:, :, 2], keys[:, :, 3:]
         return key, k_roll, k_ppo, [reset_keys[:, :, i * N : (i + 1) * N] for i in range(chunks)]
 
     def split_envs(self, key: jax.Array) -> jax.Array:

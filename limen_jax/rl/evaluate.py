@@ -40,11 +40,10 @@ def eval_begin(core: Core, rounds: int, state: TrainState, key: jax.Array) -> tu
     [K, S, N] (for :meth:`Core.reset_tasks`) and its acting keys [K, S]."""
     N = core.config.num_envs
     slot_keys = slots(jax.random.fold_in)(key, state.seed)
-    ks = slots(lambda k: jax.random.split(k, 2))(slot_keys)
-    k_reset, k_act = ks[:, :, 0], ks[:, :, 1]
-    reset = slots(lambda k: jax.random.split(k, rounds * N))(k_reset)
-    acting = [k_act] + [slots(jax.random.fold_in)(k_act, jnp.full(k_act.shape, r)) for r in range(1, rounds)]
-    return [reset[:, :, r * N : (r + 1) * N] for r in range(rounds)], acting
+    # one split for all of them: each split is a threefry loop XLA compiles separately
+    ks = slots(lambda k: jax.random.split(k, rounds * (N + 1)))(slot_keys)
+    acting = [ks[:, :, r] for r in range(rounds)]
+    return [ks[:, :, rounds + r * N : rounds + (r + 1) * N] for r in range(rounds)], acting
 
 
 def eval_start(

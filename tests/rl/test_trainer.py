@@ -28,6 +28,12 @@ SEEDS = [1, 2]
 IFACES = corridor_interfaces()
 
 
+def assert_same_success(a, b):
+    """Evaluation success of runs that match up to float rounding (other padding, fusion
+    or sharding): rounding may flip one episode of the 64 per slot, no more."""
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1 / CFG.eval_episodes + 1e-6)
+
+
 U = 4  # updates per compiled call; short runs stay within float tolerance of each other
 
 
@@ -74,7 +80,7 @@ def test_batched_equals_training_each_candidate_alone(runs):
     mixed = runs["mixed"]
     for k, name in enumerate(("obs7", "obs300")):
         one, dim = runs[name], IFACES[name].obs_dim
-        np.testing.assert_array_equal(mixed["success"][k], one["success"][0])
+        assert_same_success(mixed["success"][k], one["success"][0])
         for curve in ("return", "success", "episode_length", "episodes"):
             np.testing.assert_allclose(mixed["curves"][curve][k], one["curves"][curve][0], rtol=1e-5, atol=1e-6)
         for curve in ("value_loss", "entropy", "approx_kl"):
@@ -95,8 +101,7 @@ def test_fused_rollout_trains_exactly_as_the_split_one(runs):
     fused, tr, _, _ = _train([IFACES["obs7"], IFACES["obs300"]], rollout="fused")
     assert tr.fused is not None and tr.kernel_compile_s > tr.kernel.compile_s > 0  # the scan counts as per-batch
     assert tr.width == 300  # the exact width, not the split path's bucket (320): no core to share
-    # one evaluation episode of 64 may flip on float rounding (the rollouts' XLA fusions differ)
-    np.testing.assert_allclose(fused["success"], split["success"], atol=1 / 64 + 1e-6)
+    assert_same_success(fused["success"], split["success"])
     for curve in ("return", "success", "episode_length", "episodes", "pool_overflow"):
         np.testing.assert_allclose(fused["curves"][curve], split["curves"][curve], rtol=1e-5, atol=1e-6)
     for curve in ("value_loss", "entropy", "approx_kl"):
@@ -339,7 +344,7 @@ def test_seed_axis_sharded_over_two_cpu_devices_gives_the_same_result(runs):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
-    np.testing.assert_array_equal(np.asarray(got["success"]), runs["mixed"]["success"])
+    assert_same_success(got["success"], runs["mixed"]["success"])
     np.testing.assert_allclose(np.asarray(got["ret"], np.float32), runs["mixed"]["curves"]["return"], rtol=1e-5,
                                atol=1e-6)  # fmt: skip
 
