@@ -305,6 +305,12 @@ class ActorCritic:
         default), so row i does not depend on ``width``: a candidate starts the same in
         any batch (tests/rl/test_networks.py).
         """
+        if not jax.config.jax_threefry_partitionable:  # type: ignore[attr-defined]  # a flag, set at run time
+            raise RuntimeError(
+                "limen_jax draws its initial parameters with jax_threefry_partitionable=True "
+                "(JAX's default): without it a padded candidate's first parameters would depend "
+                "on its batch's width. Leave the flag at its default."
+            )
         scales = self.module.kernel_scales()
         names = sorted(scales)
         keys = jax.random.split(key, len(names) + 1)

@@ -82,6 +82,9 @@ def test_padded_init_depends_on_the_candidate_not_on_the_width():
         # 5 rows of 16 features: orthogonal rows, scaled by sqrt(2)
         np.testing.assert_allclose(ka[:5] @ ka[:5].T, 2.0 * np.eye(5), atol=1e-4)
     np.testing.assert_array_equal(a["params"]["actor_out"]["kernel"], b["params"]["actor_out"]["kernel"])
+    # that rests on threefry's counter being the flat index; without it, a clear refusal
+    with jax.threefry_partitionable(False), pytest.raises(RuntimeError, match="jax_threefry_partitionable"):
+        net.init_padded(jax.random.key(0), 32, jnp.asarray(5))
 
 
 @pytest.mark.parametrize("overrides", [{}, TINY_GRU])
