@@ -12,6 +12,12 @@ Both are evaluated the same way (fresh episodes at the horizon, sampled actions)
     python benchmarks/vs_purejaxrl.py            # GPU: 1M steps, 3 seeds each
     python benchmarks/vs_purejaxrl.py --quick    # 2-core CPU: 250k steps, 1 seed
 
+Ours runs its fused rollout by default: like the closure, one run's steps compiled with
+its program inside. ``--rollout split`` runs the path a search uses (the steps compiled
+once per shape for every program, the programs' kernel apart), and ``--rollout auto``
+what ``train_batch`` picks for this length (split under ``FUSE_MIN_UPDATES`` updates:
+with a warm compile cache a new program then compiles only its kernel).
+
 Prints the compile and running ratios; the last line is the wall-time ratio
 (baseline / ours).
 """
@@ -182,7 +188,7 @@ def main() -> None:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--seeds", type=int, default=None)
-    p.add_argument("--rollout", default="auto", choices=["auto", "split", "fused"], help="our trainer's rollout path")
+    p.add_argument("--rollout", default="fused", choices=["auto", "split", "fused"], help="our trainer's rollout path")
     args = p.parse_args()
     steps = args.steps or (250_000 if args.quick else 1_000_000)
     seeds = args.seeds or (1 if args.quick else 3)
