@@ -335,16 +335,6 @@ class ActorCritic:
         act = self.dummy_action((1, 1))
         return self.module.init(key, self.initial_carry(1), obs, act, jnp.zeros((1, 1)), first)
 
-    def pad_inputs(self, params: PyTree, width: int) -> PyTree:
-        """Zero-pad the input layers' kernels to ``width`` input features."""
-        inner = dict(params["params"])
-        for name in self.input_layers:
-            layer = dict(inner[name])
-            k = layer["kernel"]
-            layer["kernel"] = jnp.pad(k, ((0, width - k.shape[0]), (0, 0)))
-            inner[name] = layer
-        return {**params, "params": inner}
-
     def sequence(
         self,
         params: PyTree,

@@ -18,7 +18,7 @@ TINY_GRU = dict(network="gru", gru_encoder=(16, 16), gru_action_embed=4, gru_hid
 def test_padded_network_computes_the_same(overrides, space):
     net = ActorCritic(PPOConfig(**overrides), space)
     params = net.init(jax.random.key(0), 5)
-    padded = net.pad_inputs(params, 12)
+    padded = net.init_padded(jax.random.key(0), 12, jnp.asarray(5))  # what the trainer runs
     obs = jax.random.normal(jax.random.key(1), (3, 4, 5))
     obs_pad = jnp.pad(obs, ((0, 0), (0, 0), (0, 7)))
     first = jnp.zeros((3, 4), bool).at[0].set(True)
