@@ -30,7 +30,10 @@ class SearchConfig:
     seeds: int = 3
     initial: int | None = None
     mode: Mode = "full"
+    # a registered strategy (entry-point group limen_jax.strategies) and its options (the
+    # fields of its Options dataclass, checked when the config is built)
     strategy: str = "map_elites"
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
     # "on": batch i+1's LLM calls and checks run while batch i trains (its prompts see the
     # archive as of batch i-1); "off": strictly one batch after the other; "auto": on for
     # a live LLM, and for the offline mutator (whose checks then overlap training) when
@@ -41,10 +44,11 @@ class SearchConfig:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        from limen_jax.search import STRATEGIES
+        from limen_jax.search.registry import check_options
 
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"strategy must be one of {sorted(STRATEGIES)}, got {self.strategy!r}")
+        if not isinstance(self.options, dict):
+            raise ValueError(f"search.options must be a mapping of option names to values, got {self.options!r}")
+        check_options(self.strategy, self.options)  # unknown strategy, option or value: ValueError
         if self.pipeline not in ("auto", "on", "off"):
             raise ValueError(f"pipeline must be auto, on or off, got {self.pipeline!r}")
         if self.candidates < 1 or self.seeds < 1 or self.iterations < 0:

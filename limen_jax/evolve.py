@@ -22,37 +22,8 @@ from typing import Any
 
 from limen_jax.config import EvolveConfig, from_dict
 from limen_jax.modes import MODES
+from limen_jax.run_result import RunResult
 from limen_jax.rundir import RunDir
-
-
-@dataclasses.dataclass
-class RunResult:
-    """What a run leaves in a notebook: the archive, the program store, the best record."""
-
-    run_dir: Path
-    config: EvolveConfig
-    store: Any
-    archive: Any
-    stopped: str = "finished"
-    # False when the run stopped before its planned iterations (budget cap, outage,
-    # engine error, a mutator that cannot go on): the CLI then exits non-zero
-    complete: bool = True
-
-    @property
-    def records(self) -> list[Any]:
-        return sorted(self.store, key=lambda r: (r.iteration, r.id))
-
-    @property
-    def best(self) -> Any:
-        return self.store.best()
-
-    def plot(self, path: str | Path | None = None) -> Any:
-        from limen_jax.plots import plot_progress
-
-        return plot_progress([r.to_dict() for r in self.records], path, title=self.config.task)
-
-    def summary(self) -> str:
-        return _summary(self)
 
 
 def evolve(
@@ -63,6 +34,7 @@ def evolve(
     mutator: Any = None,
     verbose: bool = True,
     evaluator: Any = None,
+    strategy: Any = None,
 ) -> RunResult:
     """Run (or, if ``run_dir`` holds a checkpoint, resume) an interface search.
 
@@ -71,7 +43,16 @@ def evolve(
         by default chosen by ``config.llm.mutator``.
     evaluator: a :class:`limen_jax.search.evaluator.Evaluator` (``submit(job) -> Future``,
         ``close()``); by default the in-process batched cascade.
+    strategy: a strategy object (:class:`limen_jax.search.Strategy`) to run instead of the
+        configured one; ``config.search.strategy`` becomes its name. To resume its run,
+        pass the object again (with its options) or register its class by entry point.
     """
+    if strategy is not None:
+        from limen_jax.search import register_strategy
+
+        register_strategy(strategy.name, strategy)
+        over = {"search": {"strategy": strategy.name, "options": {}}}
+        config = _deep_merge(config.to_dict() if isinstance(config, EvolveConfig) else dict(config or {}), over)
     if config is None:
         config = EvolveConfig.preset_for(task)
     elif isinstance(config, dict):
@@ -83,7 +64,8 @@ def evolve(
         run_dir = Path("runs") / f"{task}-{config.search.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
     from limen_jax.loop import Loop
 
-    return Loop(config, RunDir(run_dir), mutator=mutator, verbose=verbose, evaluator=evaluator).run()
+    return Loop(config, RunDir(run_dir), mutator=mutator, verbose=verbose, evaluator=evaluator,
+                strategy=strategy).run()
 
 
 def resume(
@@ -93,13 +75,20 @@ def resume(
     mutator: Any = None,
     verbose: bool = True,
     evaluator: Any = None,
+    strategy: Any = None,
 ) -> RunResult:
     """Continue a killed or finished run from its directory, with its own config.
 
     overrides: nested config values to change on the way (e.g. ``{"llm": {"max_cost_usd":
     40}}``, ``{"search": {"iterations": 10}}``); only :data:`limen_jax.loop.RESUMABLE`
     keys may change, anything else is refused with a ValueError naming it.
+    strategy: the strategy object the run was started with, if it was handed in (its
+    memory is restored from the checkpoint).
     """
+    if strategy is not None:
+        from limen_jax.search import register_strategy
+
+        register_strategy(strategy.name, strategy)
     rd = RunDir(run_dir)
     data = rd.read_json("config.json")
     if data is None:
@@ -107,7 +96,8 @@ def resume(
     from limen_jax.loop import Loop
 
     config = EvolveConfig.from_dict(_deep_merge(data, overrides or {}))
-    return Loop(config, rd, mutator=mutator, verbose=verbose, evaluator=evaluator, allow_changes=True).run()
+    return Loop(config, rd, mutator=mutator, verbose=verbose, evaluator=evaluator, allow_changes=True,
+                strategy=strategy).run()
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -115,33 +105,6 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     for k, v in over.items():
         out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
-
-
-def _summary(result: RunResult) -> str:
-    recs = result.records
-    trained = [r for r in recs if r.success is not None]
-    rejected = [r for r in recs if r.error]
-    usage = (RunDir(result.run_dir).read_json("usage.json") or {})
-    lines = [
-        f"run: {result.run_dir}  ({result.stopped})",
-        f"task {result.config.task}, mode {result.config.search.mode}: {len(recs)} programs, "
-        f"{len(trained)} trained, {len(rejected)} rejected",
-    ]
-    best = result.best
-    if best is not None and best.success is not None:
-        seeds = ", ".join(f"{s:.2f}" for s in best.success_per_seed)
-        lines.append(
-            f"best: {best.id} success {best.success:.3f} (seeds {seeds}), obs_dim {best.obs_dim}, "
-            f"reward AST {best.reward_ast_size}"
-        )
-        lines.append(f"best interface: {result.run_dir / 'best_interface.py'}")
-    if usage.get("calls") or usage.get("failed_calls"):
-        lines.append(
-            f"LLM ({usage.get('mutator')}): {usage['calls']} calls, {usage['failed_calls']} failed, "
-            f"{usage['retries']} retries, {usage['input_tokens']:,} in / {usage['output_tokens']:,} out tokens, "
-            f"${usage['cost_usd']:.2f}"
-        )
-    return "\n".join(lines)
 
 
 # --- CLI ------------------------------------------------------------------------------
@@ -158,8 +121,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--candidates", type=int, help="children per iteration, trained together")
     p.add_argument("--seeds", type=int, help="seeds of the full training run")
     p.add_argument("--mode", choices=MODES)
-    p.add_argument("--strategy", choices=["map_elites", "greedy", "independent"],
-                   help="parent selection (default map_elites)")
+    p.add_argument("--strategy", help="search strategy: map_elites (default), greedy, independent, or any "
+                                       "registered by the entry-point group limen_jax.strategies")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="set any config value by its dotted key, e.g. search.options.k=4 or llm.temperature=1 "
+                        "(VALUE is read as JSON when it parses, else as a string); repeatable")
     p.add_argument("--mutator", choices=["auto", "anthropic", "offline", "replay"],
                    help="auto: anthropic if ANTHROPIC_API_KEY is set, else offline")
     p.add_argument("--model", help="LLM model id (anthropic)")
@@ -200,7 +166,28 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     for name, part in (("search", search), ("cascade", cascade), ("llm", llm)):
         if part:
             over[name] = part
-    return over
+    return _deep_merge(over, parse_sets(getattr(args, "set", None) or []))
+
+
+def parse_sets(items: list[str]) -> dict[str, Any]:
+    """``["search.options.k=4", ...]`` as nested overrides; ValueError for a malformed item."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, eq, raw = item.partition("=")
+        parts = key.strip().split(".")
+        if not eq or not all(p.isidentifier() for p in parts):
+            raise ValueError(f"--set {item!r}: expected KEY=VALUE with a dotted key, e.g. search.options.k=4")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        node = out
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise ValueError(f"--set {item!r}: {p} is set to a value and cannot hold keys")
+        node[parts[-1]] = value
+    return out
 
 
 def config_from_args(args: argparse.Namespace) -> EvolveConfig:

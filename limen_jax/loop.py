@@ -1,11 +1,13 @@
-"""One evolution run, batch by batch, durable, resumable and pipelined (see evolve.py).
+"""One search run, batch by batch, durable, resumable and pipelined (see evolve.py).
 
-The loop does only I/O: it asks the strategy for a batch of proposals, asks the mutator
-for them (all at once) and checks the answers (limen_jax.candidates), submits the
-trainable children to the Evaluator, records the outcomes in the archive and the run
-directory, tells the strategy, checkpoints. With the pipeline on, batch i+1 is proposed,
-asked and checked while batch i trains; its prompts see the archive as of batch i-1, a
-fixed depth, so a resumed or replayed run makes exactly the same choices.
+The loop does only I/O: it asks the strategy for a batch of requests
+(:mod:`limen_jax.search.requests`), carries out their asks (the mutator, the checker:
+:mod:`limen_jax.ask`), submits each evaluation to the Evaluator as a job of its kind
+(:mod:`limen_jax.search.evaluations`, which also score the results), records the
+outcomes in the archive and the run directory, tells the strategy, checkpoints. With the
+pipeline on (:mod:`limen_jax.search.pipeline`), batch i+1 is proposed, asked and checked
+while batch i trains; its prompts see the archive as of batch i-1, a fixed depth, so a
+resumed or replayed run makes exactly the same choices.
 """
 
 from __future__ import annotations
@@ -13,22 +15,33 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import dataclasses
-import json
+import os
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from limen_jax.candidates import Child, Prepared, ask_and_check
+from limen_jax.ask import Child, Prepared, ask_and_check
 from limen_jax.config import EvolveConfig
-from limen_jax.modes import program_mode
+from limen_jax.modes import program_mode, strategy_for
+from limen_jax.run_result import RunResult
 from limen_jax.rundir import RunDir, write_text_atomic
-from limen_jax.search import Outcome, Proposal, SearchView, make_strategy
-from limen_jax.search.evaluator import Budget, EvalBatch, EvalJob, InProcessEvaluator
-from limen_jax.search.faults import RunStop, describe, diverged, is_engine_error, systematic
+from limen_jax.search.evaluations import JobContext, evaluation_kind
+from limen_jax.search.evaluator import InProcessEvaluator
+from limen_jax.search.faults import RunStop, describe, is_engine_error, systematic
+from limen_jax.search.jobs import Budget, EvalBatch, EvalJob
+from limen_jax.search.pipeline import resolve_pipeline
+from limen_jax.search.registry import make_strategy, register_strategy
+from limen_jax.search.requests import (
+    EvalRequest,
+    Outcome,
+    ProgramRequest,
+    Request,
+    request_from_dict,
+    request_to_dict,
+)
 
 # Config keys a resumed run may change (the rest define the run and are refused).
 RESUMABLE = frozenset({
@@ -41,7 +54,7 @@ _BAR_EVERY_S = 1.0
 def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in d.items():
-        if isinstance(v, dict) and k not in ("ppo", "checker"):
+        if isinstance(v, dict) and k not in ("ppo", "checker", "options"):
             out.update(_flat(v, f"{prefix}{k}."))
         else:
             out[f"{prefix}{k}"] = v
@@ -55,9 +68,22 @@ def config_changes(saved: dict[str, Any], new: dict[str, Any]) -> tuple[list[str
     return [k for k in changed if k in RESUMABLE], [k for k in changed if k not in RESUMABLE]
 
 
+@dataclasses.dataclass
+class _Submitted:
+    """One evaluation job in flight: its kind, what it scores (children of this batch or
+    stored records of an eval request), the job and its future."""
+
+    kind: str
+    job: EvalJob
+    future: cf.Future[EvalBatch]
+    children: list[Child] = dataclasses.field(default_factory=list)
+    request: EvalRequest | None = None
+    records: list[Any] = dataclasses.field(default_factory=list)
+
+
 class Loop:
     def __init__(self, config: EvolveConfig, run_dir: RunDir, *, mutator: Any = None, verbose: bool = True,
-                 evaluator: Any = None, allow_changes: bool = False) -> None:
+                 evaluator: Any = None, allow_changes: bool = False, strategy: Any = None) -> None:
         from limen_jax.task import make
 
         self.config = config
@@ -69,44 +95,30 @@ class Loop:
         self._mutator = mutator
         self._evaluator = evaluator
         self._allow_changes = allow_changes
+        if strategy is not None:  # an object handed in: found by its name from now on
+            register_strategy(strategy.name, strategy)
         self.mutator: Any = None
-        self.mutator_name = "none (sparse baseline)" if self.mode == "sparse" else "custom"
+        self.mutator_name = "none"
+        self._mutator_lock = threading.Lock()
+        self._interfaces: dict[str, Any] = {}  # checked interfaces by program id (this process)
         self.t0 = time.time()
         self._last_train_end = 0.0
         self._last_iter_end = self.t0
         self._plots_due = True
 
     # --- setup ------------------------------------------------------------------------
-    def _resolve_pipeline(self, saved: dict[str, Any] | None) -> str:
-        """"auto" -> "on" for a live LLM (its answers overlap training) and for the offline
-        mutator in runs of three or more generations (its checks, ~8 s a batch on a 2-core
-        CPU, overlap training; with fewer, no batch would mutate a parent, since the first
-        two are written from scratch); "off" otherwise. A replay follows the recorded run."""
-        pipeline = self.config.search.pipeline
-        if pipeline != "auto":
-            return pipeline
-        if saved is not None:
-            return str(saved["search"].get("pipeline", "off"))
-        from limen_jax.llm.factory import resolve_mutator
-
-        kind = resolve_mutator(self.config.llm.mutator)
-        if self._mutator is not None or self.mode == "sparse":
-            return "off"
-        if kind == "replay" and self.config.llm.replay_from:
-            src = Path(self.config.llm.replay_from)
-            recorded = (src if src.is_dir() else src.parent) / "config.json"
-            return str(json.loads(recorded.read_text())["search"]["pipeline"]) if recorded.exists() else "off"
-        if kind == "offline":
-            return "on" if self.config.search.iterations >= 2 else "off"
-        return "on" if kind == "anthropic" else "off"
-
     def _setup(self) -> int:
         """Restore the checkpoint if there is one; returns the first iteration to run."""
         from limen_jax.archive import Archive
 
         saved = self.rd.read_json("config.json")
-        search = dataclasses.replace(self.config.search, pipeline=self._resolve_pipeline(saved))
-        self.config = dataclasses.replace(self.config, search=search)
+        state = self.rd.read_json("state.json")
+        name = strategy_for(self.mode, self.config.search.strategy)
+        self.strategy = make_strategy(name, self.config.search.options, (state or {}).get("strategy"))
+        pipeline = resolve_pipeline(self.config.search, self.config.llm, lookahead=self.strategy.lookahead,
+                                    custom_mutator=self._mutator is not None, saved=saved)
+        self.config = dataclasses.replace(self.config, search=dataclasses.replace(self.config.search,
+                                                                                  pipeline=pipeline))
         if saved is not None and saved != self.config.to_dict():
             accepted, refused = config_changes(saved, self.config.to_dict())
             if refused or not self._allow_changes:
@@ -119,27 +131,35 @@ class Loop:
             self._say(f"resume: changed {', '.join(f'{k}={_flat(self.config.to_dict())[k]}' for k in accepted)}")
         self.rd.write_json("config.json", self.config.to_dict())
         self.pipeline = self.config.search.pipeline == "on"
-        state = self.rd.read_json("state.json")
-        self.pending: list[Proposal] | None = None
+        cap = self.strategy.max_iterations if getattr(self.strategy, "max_iterations", None) is not None else None
+        self.iterations = self.config.search.iterations if cap is None else min(cap, self.config.search.iterations)
+        self.pending: list[Request] | None = None
         if state is None:
             self.archive = Archive(self.config.archive)
-            self.strategy = make_strategy(self._strategy_name())
-            self.rd.log("run_start", config=self.config.to_dict(), pid=_pid())
+            self.rd.log("run_start", config=self.config.to_dict(), pid=os.getpid())
             return 0
         self.archive = Archive.from_dict(state["archive"])
-        self.strategy = make_strategy(self._strategy_name(), state.get("strategy"))
         if state.get("pending"):
-            self.pending = [Proposal.from_dict(p) for p in state["pending"]]
+            self.pending = [request_from_dict(r) for r in state["pending"]]
         start = int(state["iteration"]) + 1
-        self.rd.log("run_resume", from_iteration=start, pid=_pid())
+        self.rd.log("run_resume", from_iteration=start, pid=os.getpid())
         return start
-
-    def _strategy_name(self) -> str:
-        return "independent" if self.mode == "independent" else self.config.search.strategy
 
     @property
     def store(self) -> Any:
         return self.archive.store
+
+    def _get_mutator(self) -> Any:
+        """The run's mutator, built when first asked for (a batch that asks the LLM
+        nothing, such as the sparse baseline's, never builds one)."""
+        with self._mutator_lock:
+            if self.mutator is None:
+                self.mutator = self._build_mutator()
+            return self.mutator
+
+    def _mutator_name(self) -> str:
+        self._get_mutator()
+        return self.mutator_name
 
     def _build_mutator(self) -> Any:
         from limen_jax.llm import CachingMutator
@@ -189,8 +209,6 @@ class Loop:
         thread while the first batch is asked for, instead of after its first answer.
         The checks wait for it (the sample is cached behind a lock); if building fails,
         the first check builds it again and reports the failure as the engine's."""
-        if self.mode == "sparse":
-            return
         from limen_jax.program import check_sample
 
         def build() -> None:
@@ -200,38 +218,29 @@ class Loop:
         threading.Thread(target=build, name="check-sample", daemon=True).start()
 
     # --- the loop ---------------------------------------------------------------------
-    def run(self) -> Any:
-        from limen_jax.evolve import RunResult
-
+    def run(self) -> RunResult:
         start = self._setup()
         self.ppo = self._ppo_config()
         self.limits = self._limits()
-        total = 1 if self.mode == "sparse" else self.config.search.iterations + 1
+        total = self.iterations + 1
         stopped, complete = "finished", True
         owns_evaluator = self._evaluator is None
         self.evaluator = self._evaluator or InProcessEvaluator()
-        if start < total:
-            self.mutator = None if self.mode == "sparse" else self._build_mutator()
-            self._prefetch_check_sample()
-            if self.mode != "sparse":
-                self._compile_ahead(self._placeholders())
-            self._say(f"limen_jax: {self.task.name}, mode {self.mode}, {total} generations, mutator "
-                      f"{self.mutator_name}, pipeline {'on' if self.pipeline else 'off'}, run dir {self.rd.path}")
-        else:
+        if start >= total:
             self.mutator_name = self.rd.read_json("state.json").get("usage", {}).get("mutator", self.mutator_name)
         try:
             it = start
-            current = self._prepare(it, self.pending) if it < total else None
+            current = self._first(it) if it < total else None
             while current is not None:
                 if current.stop is not None:
                     raise current.stop
-                future = self._submit(current)
+                submitted = self._submit(current)
                 self._write_plots()
                 nxt = self._prepare(it + 1, None) if self.pipeline and it + 1 < total else None
                 if nxt is not None and nxt.stop is None:
-                    self._compile_ahead([ch.interface for ch in nxt.trainable])
-                batch = self._wait(future, it, len(current.trainable))
-                self._finish(it, current, batch, nxt)
+                    self._compile_ahead(nxt.trainable)
+                batches = self._wait(submitted, it)
+                self._finish(it, current, submitted, batches, nxt)
                 it += 1
                 if it >= total:
                     break
@@ -259,136 +268,215 @@ class Loop:
                     usage=self.usage())
         return result
 
-    def _view(self, it: int) -> SearchView:
+    def _first(self, it: int) -> Prepared:
+        """The first batch of this process: proposed (unless restored), then, when it asks
+        for programs, the check sample and the first compile are started before it is
+        asked, so that they overlap the LLM."""
+        requests = self.pending if self.pending is not None else self._propose(it)
+        asked = [r for r in requests if isinstance(r, ProgramRequest) and r.source == "llm"]
+        if any(isinstance(r, ProgramRequest) and r.source != "default" for r in requests):
+            self._prefetch_check_sample()
+        if asked:
+            self._compile_ahead_placeholders(asked)
+        self._say(f"limen_jax: {self.task.name}, mode {self.mode}, strategy {self.strategy.name}, "
+                  f"{self.iterations + 1} generations, mutator {self._named_mutator()}, "
+                  f"pipeline {'on' if self.pipeline else 'off'}, run dir {self.rd.path}")
+        return self._prepare(it, requests)
+
+    def _named_mutator(self) -> str:
+        """The mutator's name for the start line, without building one for a run that
+        needs none."""
+        if self._mutator is not None:
+            return getattr(self._mutator, "name", "custom")
+        if self.mode == "sparse":
+            return "none (sparse baseline)"
+        from limen_jax.llm.factory import resolve_mutator
+
+        return resolve_mutator(self.config.llm.mutator)
+
+    def _view(self, it: int) -> Any:
         from limen_jax.llm.prompts import budget_text
+        from limen_jax.program import Limits
+        from limen_jax.search import SearchView
 
         search = self.config.search
         n = (search.initial or search.candidates) if it == 0 else search.candidates
-        from limen_jax.program import Limits
-
         limits = self._limits() or Limits()
         return SearchView(self.archive, self.task, self.program_mode, it, n, self.config.prompt,
                           budget_text(self.config.cascade.full_steps, search.seeds), limits.max_obs_dim,
                           limits.max_work_vs_step)  # fmt: skip
 
-    def _prepare(self, it: int, proposals: list[Proposal] | None) -> Prepared:
-        """Propose batch ``it`` (unless restored), ask for it and check the answers."""
-        if self.mode == "sparse":
-            return Prepared(it, [], [self._default_child(it)], start=time.time(), end=time.time())
-        if proposals is None:
-            proposals = self.strategy.propose(self._view(it), np.random.default_rng([self.config.seed, it]))
-        return ask_and_check(
-            proposals, mutator=self.mutator, task=self.task, mode=self.program_mode, store=self.store,
+    def _propose(self, it: int) -> list[Request]:
+        return list(self.strategy.propose(self._view(it), np.random.default_rng([self.config.seed, it])))
+
+    def _prepare(self, it: int, requests: list[Request] | None) -> Prepared:
+        """Propose batch ``it`` (unless restored), carry out its asks and checks."""
+        if requests is None:
+            requests = self._propose(it)
+        prepared = ask_and_check(
+            requests, mutator=self._get_mutator, task=self.task, mode=self.program_mode, store=self.store,
             concurrency=self.config.llm.concurrency, limits=self.limits, log=self.rd.log,
-            mutator_name=self.mutator_name,
+            mutator_name=self._mutator_name, iteration=it,
         )
+        for child in prepared.trainable:
+            self._interfaces[child.record.id] = child.interface
+        return prepared
 
-    def _default_child(self, it: int) -> Child:
-        from limen_jax.archive import ProgramRecord, program_id
-        from limen_jax.interface import default_interface
+    # --- evaluation -------------------------------------------------------------------
+    def _context(self) -> JobContext:
+        c, search = self.config.cascade, self.config.search
+        return JobContext(self.task, self.ppo, self.config.seed, search.seeds,
+                          Budget(c.short_steps, c.full_steps, c.threshold), pad_to=search.candidates,
+                          watchdog_s=c.watchdog_s, watchdog_factor=c.watchdog_factor)
 
-        iface = default_interface(self.task)
-        record = ProgramRecord(id=program_id(it, 0), code="# the task's default observation and sparse reward\n",
-                               iteration=it, obs_dim=iface.obs_dim, reward_ast_size=0,
-                               metadata={"mutator": "none (sparse baseline)"})
-        return Child(None, record, iface)
-
-    def _submit(self, prepared: Prepared) -> cf.Future[EvalBatch] | None:
-        children = prepared.trainable
+    def _jobs(self, children: list[Child]) -> list[tuple[str, list[Child], EvalJob]]:
+        """The children's evaluation jobs, one per kind, in first-asked order."""
+        kinds: dict[str, list[Child]] = {}
         for child in children:
+            kinds.setdefault(child.request.evaluation, []).append(child)
+        ctx = self._context()
+        return [(k, cs, evaluation_kind(k).job(ctx, [c.interface for c in cs], {})) for k, cs in kinds.items()]
+
+    def _submit(self, prepared: Prepared) -> list[_Submitted]:
+        """Write the trainable children, submit their jobs and the batch's eval requests."""
+        for child in prepared.trainable:
             r = child.record
             self.rd.write_program(r.id, r.code)
             iface = child.interface
             self.rd.write_artifacts(r.id, {"obs": getattr(iface, "obs_artifact", b""),
                                            "reward": getattr(iface, "reward_artifact", b"")})
             self.rd.log("program", id=r.id, obs_dim=r.obs_dim, reward_ast_size=r.reward_ast_size)
-        if not children:
-            return None
-        return self.evaluator.submit(self._job([ch.interface for ch in children]))
+        out = [_Submitted(kind, job, self.evaluator.submit(job), children=cs)
+               for kind, cs, job in self._jobs(prepared.trainable)]
+        ctx = self._context()
+        for request in prepared.evals:
+            records = [self.store.get(i) for i in request.program_ids]
+            job = evaluation_kind(request.evaluation).job(ctx, [self._interface(r) for r in records],
+                                                         request.options)
+            self.rd.log("evaluate", id=request.id, iteration=request.iteration, kind=request.evaluation,
+                        programs=list(request.program_ids), options=request.options)
+            out.append(_Submitted(request.evaluation, job, self.evaluator.submit(job), request=request,
+                                  records=records))
+        return out
 
-    def _job(self, interfaces: list[Any]) -> EvalJob:
-        c = self.config.cascade
-        seeds = [self.config.seed * 1000 + s for s in range(self.config.search.seeds)]
-        short = c.short_steps if c.short_steps > 0 else c.full_steps  # 0: no cascade, one stage
-        return EvalJob(self.task, interfaces, seeds, Budget(short, c.full_steps, c.threshold), self.ppo,
-                       pad_to=self.config.search.candidates, watchdog_s=c.watchdog_s,
-                       watchdog_factor=c.watchdog_factor)  # fmt: skip
+    def _interface(self, record: Any) -> Any:
+        """The compiled interface of a stored program: checked in this process already, or
+        checked again from its code (a resumed run), in a sandboxed worker like any answer."""
+        if record.id not in self._interfaces:
+            from limen_jax.program import compile_interface
 
-    def _placeholders(self) -> list[Any]:
+            kwargs = {"limits": self.limits} if self.limits is not None else {}
+            if record.metadata.get("mutator") == "none (sparse baseline)":
+                from limen_jax.interface import default_interface
+
+                self._interfaces[record.id] = default_interface(self.task)
+            else:
+                self._interfaces[record.id] = compile_interface(record.code, self.task, mode=self.program_mode,
+                                                                name=record.id, **kwargs)
+        return self._interfaces[record.id]
+
+    def _placeholders(self, n: int) -> list[Any]:
         """Stand-ins for the first batch: the smallest width bucket, or in reward_only mode
         the task default's width (its observation is the default one)."""
         from limen_jax.interface import default_interface, placeholder_interface
 
         dim = default_interface(self.task).obs_dim if self.program_mode == "reward_only" else 1
-        search = self.config.search
-        return [placeholder_interface(dim)] * (search.initial or search.candidates)
+        return [placeholder_interface(dim)] * n
 
-    def _compile_ahead(self, interfaces: list[Any]) -> None:
+    def _compile_ahead_placeholders(self, asked: list[ProgramRequest]) -> None:
+        prepare = getattr(self.evaluator, "prepare", None)
+        if prepare is None:
+            return
+        ctx = self._context()
+        for kind in dict.fromkeys(r.evaluation for r in asked):
+            n = sum(r.evaluation == kind for r in asked)
+            prepare(evaluation_kind(kind).job(ctx, self._placeholders(n), {}))
+
+    def _compile_ahead(self, children: list[Child]) -> None:
         """Let the evaluator compile a batch of these interfaces' shapes while the loop
         asks, checks or trains something else (``prepare``, when it has one). Never
         changes a result: compiled code is the same whichever thread compiles it."""
         prepare = getattr(self.evaluator, "prepare", None)
-        if prepare is not None and interfaces:
-            prepare(self._job(interfaces))
+        if prepare is not None:
+            for _, _, job in self._jobs(children):
+                prepare(job)
 
-    def _wait(self, future: cf.Future[EvalBatch] | None, it: int, n: int) -> EvalBatch:
-        """The batch's results; a live line of elapsed time while it trains."""
-        if future is None:
-            return EvalBatch([], None, 0.0)
+    def _wait(self, submitted: list[_Submitted], it: int) -> list[EvalBatch]:
+        """Every job's results; a live line of elapsed time while they train."""
+        out = []
+        n = sum(len(s.job.interfaces) for s in submitted)
         t, live = time.time(), self.verbose and sys.stdout.isatty()
-        while True:
-            try:
-                batch = future.result(timeout=_BAR_EVERY_S)
-                break
-            except cf.TimeoutError:
-                if live:
-                    print(f"\r  [iter {it}] training {n} candidate(s) ... {time.time() - t:.0f}s", end="", flush=True)
-            except Exception as exc:  # the evaluator itself broke: not any candidate's fault
-                raise RunStop("engine", f"the evaluator failed: {describe(exc)}") from exc
+        for s in submitted:
+            while True:
+                try:
+                    out.append(s.future.result(timeout=_BAR_EVERY_S))
+                    break
+                except cf.TimeoutError:
+                    if live:
+                        print(f"\r  [iter {it}] training {n} candidate(s) ... {time.time() - t:.0f}s", end="",
+                              flush=True)
+                except Exception as exc:  # the evaluator itself broke: not any candidate's fault
+                    raise RunStop("engine", f"the evaluator failed: {describe(exc)}") from exc
         if live:
             print("\r" + " " * 60 + "\r", end="", flush=True)
-        return batch
+        return out
 
-    def _finish(self, it: int, prepared: Prepared, batch: EvalBatch, nxt: Prepared | None) -> None:
-        """Score the children, stop on an engine fault, record, tell, checkpoint, report."""
-        trainable = prepared.trainable
-        if batch.batch_error:
-            self.rd.log("batch_error", iteration=it, message=batch.batch_error)
-        errors = [r if isinstance(r, BaseException) else None for r in batch.results]
-        engine = next((e for e in errors if e is not None and is_engine_error(e)), None)
-        same = systematic(errors)
-        if engine is not None or same is not None:
-            raise RunStop("engine", f"training failed in the engine: {describe(engine) if engine else same}")
-        for child, res in zip(trainable, batch.results):
-            record = child.record
-            if isinstance(res, BaseException):
-                record.error = {"stage": "train", "message": describe(res), "trace": "", "blame": "program"}
-                continue
-            why = diverged(res)
-            if why:
-                record.error = {"stage": "train", "message": why, "trace": "", "blame": "program", "kind": "diverged"}
-                continue
-            _score(record, res)
+    def _finish(self, it: int, prepared: Prepared, submitted: list[_Submitted], batches: list[EvalBatch],
+                nxt: Prepared | None) -> None:
+        """Score, stop on an engine fault, record, tell, checkpoint, report."""
+        for s, batch in zip(submitted, batches):
+            if batch.batch_error:
+                self.rd.log("batch_error", iteration=it, kind=s.kind, message=batch.batch_error)
+            errors = [r if isinstance(r, BaseException) else None for r in batch.results]
+            engine = next((e for e in errors if e is not None and is_engine_error(e)), None)
+            same = systematic(errors)
+            if engine is not None or same is not None:
+                raise RunStop("engine", f"training failed in the engine: {describe(engine) if engine else same}")
+        results: dict[str, tuple[str, Any]] = {}
+        evaluated: list[Outcome] = []
+        for s, batch in zip(submitted, batches):
+            kind = evaluation_kind(s.kind)
+            if s.request is None:
+                for child, res in zip(s.children, batch.results):
+                    kind.score(child.record, res, s.job)
+                    results[child.record.id] = (s.kind, res)
+            else:
+                for record, res in zip(s.records, batch.results):
+                    kind.score(record, res, s.job)
+                    self.rd.log("evaluation", id=s.request.id, program=record.id, kind=s.kind,
+                                **record.evaluations.get(s.kind, {}))
+                evaluated.append(Outcome(s.request, records=tuple(s.records), evaluation=s.kind,
+                                         results=tuple(batch.results)))
+        train_s = sum(b.wall_s for b in batches)
+        compile_s = [b.compile_s for b in batches]
+        eval_s = [b.eval_s for b in batches]
         now = time.time()
+        finished_at = max((b.finished_at for b in batches), default=now)
         timing = {
             "llm_s": round(prepared.llm_s, 2), "check_s": round(prepared.check_s, 2),
-            "train_s": round(batch.wall_s, 2),
-            "compile_s": None if batch.compile_s is None else round(batch.compile_s, 2),
-            "eval_s": None if batch.eval_s is None else round(batch.eval_s, 2),
+            "train_s": round(train_s, 2),
+            "compile_s": None if not batches or None in compile_s else round(sum(compile_s), 2),  # type: ignore[arg-type]
+            "eval_s": None if not batches or None in eval_s else round(sum(eval_s), 2),  # type: ignore[arg-type]
             "llm_wait_s": round(max(0.0, prepared.end - max(prepared.start, self._last_train_end)), 2),
             "wall_s": round(now - self._last_iter_end, 2),
         }
         # the LLM wait of the next batch counts from when this one stopped training
-        self._last_train_end, self._last_iter_end = (batch.finished_at if trainable else now), now
+        self._last_train_end, self._last_iter_end = (finished_at if batches else now), now
+        n_trained = max(1, len(prepared.trainable))
         for child in prepared.children:
-            child.record.metadata["train_wall_s"] = round(batch.wall_s / max(1, len(trainable)), 2)
+            child.record.metadata["train_wall_s"] = round(train_s / n_trained, 2)
             self._record(child.record)
-        if prepared.proposals:
-            outcomes = [Outcome(c.proposal, c.record) for c in prepared.children if c.proposal is not None]
+        outcomes = [Outcome(c.request, c.record, text=c.text, evaluation=results.get(c.record.id, (None,))[0],
+                            results=results[c.record.id][1:] if c.record.id in results else ())
+                    for c in prepared.children]
+        outcomes += [Outcome(t.request, text=t.text, error=t.error) for t in prepared.texts]
+        outcomes += evaluated
+        if outcomes:
             for event in self.strategy.tell(self._view(it), outcomes):
-                self.rd.log(event.pop("event"), iteration=it, **event)
+                event = dict(event)
+                self.rd.log(event.pop("event", "strategy"), iteration=it, **event)
         self.rd.log("iteration", iteration=it, **timing)
-        self._checkpoint(it, nxt.proposals if nxt is not None and nxt.proposals else None)
+        self._checkpoint(it, nxt.requests if nxt is not None and nxt.requests else None)
         self._report(it, timing)
 
     # --- bookkeeping ------------------------------------------------------------------
@@ -399,11 +487,11 @@ class Loop:
             self.rd.write_program(record.id, record.code)
         self.rd.log("score" if record.error is None else "reject", elite=elite, **_brief(record))
 
-    def _checkpoint(self, it: int, pending: list[Proposal] | None) -> None:
+    def _checkpoint(self, it: int, pending: list[Request] | None) -> None:
         usage = self.usage()
         self.rd.write_json("state.json", {
             "iteration": it, "archive": self.archive.to_dict(), "strategy": self.strategy.to_dict(),
-            "pending": [p.to_dict() for p in pending] if pending else None,
+            "pending": [request_to_dict(r) for r in pending] if pending else None,
             "spend_usd": self.spend, "usage": usage,
         })
         self.rd.write_json("usage.json", usage)
@@ -446,8 +534,7 @@ class Loop:
         recs = [r for r in self.store if r.iteration == it]
         scored = [r for r in recs if r.success is not None]
         best = self.store.best()
-        total = self.config.search.iterations if self.mode != "sparse" else 0
-        parts = [f"[iter {it}/{total}]", f"{len(recs)} candidates"]
+        parts = [f"[iter {it}/{self.iterations}]", f"{len(recs)} candidates"]
         if len(scored) < len(recs):
             parts.append(f"{len(recs) - len(scored)} rejected")
         if scored:
@@ -468,24 +555,6 @@ class Loop:
     def _say(self, text: str) -> None:
         if self.verbose:
             print(text, flush=True)
-
-
-def _score(record: Any, res: Any) -> None:
-    from limen_jax.llm.feedback import training_feedback
-
-    record.stage = res.stage
-    record.success_per_seed = [float(x) for x in res.success_per_seed]
-    record.success = float(np.mean(record.success_per_seed))
-    record.final_return = float(res.final_return)
-    record.curves = {k: [float(x) for x in v] for k, v in res.curves.items()}
-    # one feedback implementation: what is stored (and logged) is what the prompts show
-    record.feedback = training_feedback(record) or {}
-
-
-def _pid() -> int:
-    import os
-
-    return os.getpid()
 
 
 def _brief(record: Any) -> dict[str, Any]:

@@ -20,3 +20,21 @@ def program_mode(mode: str) -> ProgramMode:
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
     return "full" if mode in ("sparse", "independent") else mode  # type: ignore[return-value]
+
+
+# The one table of what each program mode's candidates define: function name -> signature.
+SIGNATURES: dict[str, str] = {
+    "get_observation": "get_observation(state)",
+    "compute_reward": "compute_reward(state, action, next_state)",
+}
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "full": ("get_observation", "compute_reward"),
+    "obs_only": ("get_observation",),
+    "reward_only": ("compute_reward",),
+}
+
+
+def strategy_for(mode: str, strategy: str) -> str:
+    """The strategy a search mode runs: the baselines have their own, the ablations the
+    configured one."""
+    return {"sparse": "sparse", "independent": "independent"}.get(mode, strategy)

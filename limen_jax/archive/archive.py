@@ -2,7 +2,7 @@
 
 Typical use by the evolution loop::
 
-    island = archive.next_island()
+    island = iteration % num_islands                      # the strategy's choice
     parent = archive.select_parent(rng, island)          # None while the grid is empty
     others = archive.inspirations(3, parent)
     ...  # mutate, validate, train -> record (record.island = island)
@@ -65,7 +65,6 @@ class Archive:
         self.config = config or ArchiveConfig()
         self.store = store or ProgramStore()
         self.grid = Grid.empty(self.config.grid, self.config.num_islands)
-        self._next_island = 0
         for record in self.store:
             if record.evaluated:
                 self.grid.insert(record.island, record)
@@ -85,12 +84,6 @@ class Archive:
         if not record.evaluated:
             return False
         return self.grid.insert(record.island, record, fitness)
-
-    def next_island(self) -> int:
-        """The island of the next candidate; rotates round-robin over 0..K-1."""
-        island = self._next_island
-        self._next_island = (island + 1) % self.config.num_islands
-        return island
 
     # --- selection --------------------------------------------------------------------
     def select(self, rng: np.random.Generator, island: int) -> Selection | None:
@@ -151,7 +144,6 @@ class Archive:
         return {
             "version": FORMAT_VERSION,
             "config": self.config.to_dict(),
-            "next_island": self._next_island,
             "grid": self.grid.to_dict(),
             "programs": self.store.to_list(),
         }
@@ -170,7 +162,6 @@ class Archive:
         missing = {str(p) for p in archive.grid.ids[archive.grid.mask]} - {r.id for r in archive.store}
         if missing:
             raise ValueError(f"grid refers to programs missing from the store: {sorted(missing)}")
-        archive._next_island = int(data["next_island"])
         return archive
 
     def to_json(self, indent: int | None = None) -> str:

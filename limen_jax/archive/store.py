@@ -43,6 +43,9 @@ class ProgramRecord:
         failed extraction, validation, compilation or training.
     stage: "rejected" (never trained to a score), "short" (stopped by the cascade after
         the short run) or "full" (full multi-seed run).
+    thought: the answer's text around the code (the LLM's reasoning, a design thought).
+    evaluations: scores by other evaluation kinds than the fitness, by kind (e.g.
+        "retrain": {"success": ..., "success_per_seed": [...], "seeds": [...], ...}).
     metadata: anything else worth keeping (mutator name, tokens, cost, timings, ...).
     """
 
@@ -60,6 +63,8 @@ class ProgramRecord:
     feedback: dict[str, Any] = dataclasses.field(default_factory=dict)
     error: dict[str, Any] | None = None
     stage: Stage = "rejected"
+    thought: str = ""
+    evaluations: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -136,11 +141,6 @@ class ProgramStore:
     def best(self, key: Callable[[ProgramRecord], float] = _by_success) -> ProgramRecord | None:
         top = self.top_k(1, key)
         return top[0] if top else None
-
-    def recent_failures(self, n: int) -> list[ProgramRecord]:
-        """The ``n`` most recently added records that carry an error, newest first."""
-        failures = [r for r in self if r.failed]
-        return failures[::-1][: max(n, 0)]
 
     def to_list(self) -> list[dict[str, Any]]:
         return [r.to_dict() for r in self]

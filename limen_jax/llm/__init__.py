@@ -1,6 +1,6 @@
 """Mutation operators and their prompts.
 
-- :mod:`limen_jax.llm.base`: the :class:`Mutator` protocol, request/response types, errors;
+- :mod:`limen_jax.llm.mutator`: the :class:`Mutator` protocol, request/response types, errors;
 - :mod:`limen_jax.llm.prompts`: prompt assembly from ``prompts/*.md``;
 - :mod:`limen_jax.llm.rules`: the checker's rules as the prompts state them (from the policy);
 - :mod:`limen_jax.llm.feedback`: the training feedback the prompts show (and the loop logs);
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from limen_jax.llm.base import (
+from limen_jax.llm.mutator import (
     MODES,
     BudgetExceeded,
     MutationRequest,

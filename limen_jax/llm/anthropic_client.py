@@ -41,7 +41,7 @@ import anthropic
 import numpy as np
 from anthropic.types import OutputConfigParam
 
-from limen_jax.llm.base import BudgetExceeded, MutationRequest, MutationResponse, MutatorError
+from limen_jax.llm.mutator import BudgetExceeded, MutationRequest, MutationResponse, MutatorError
 from limen_jax.llm.replay import CachingMutator, Ledger, ResponseCache
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from limen_jax.llm.base import Mutator
+from limen_jax.llm.mutator import Mutator
 from limen_jax.llm.replay import CACHE_FILENAME, CachingMutator, ReplayMutator, ResponseCache
 
 

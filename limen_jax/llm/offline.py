@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from limen_jax.catalog import Catalog
-from limen_jax.llm.base import MutationRequest, MutationResponse  # noqa: I001
+from limen_jax.llm.mutator import MutationRequest, MutationResponse  # noqa: I001
 
 GENOME_TAG = "# limen-genome:"
 _GENOME_RE = re.compile(r"^# limen-genome: (\{.*\})\s*$", re.MULTILINE)

@@ -29,8 +29,8 @@ from typing import Literal, Protocol
 import numpy as np
 
 from limen_jax.archive.store import ProgramRecord
-from limen_jax.llm.base import MODES
 from limen_jax.llm.feedback import FEEDBACK_KEYS, training_feedback
+from limen_jax.llm.mutator import MODES
 
 SECTIONS: tuple[str, ...] = ("top_programs", "diverse_programs", "failures", "training_feedback")
 Bracket = Literal["low", "mid", "high"]

@@ -31,7 +31,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from limen_jax.llm.base import MutationRequest, MutationResponse, Mutator, MutatorError
+from limen_jax.llm.mutator import MutationRequest, MutationResponse, Mutator, MutatorError
 
 log = logging.getLogger(__name__)
 

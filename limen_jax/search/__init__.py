@@ -1,28 +1,50 @@
 """Search strategies and the seams the loop drives them through.
 
+- :mod:`limen_jax.search.requests`: what a strategy asks for (programs, text,
+  evaluations) and the :class:`Outcome` it is told;
 - :mod:`limen_jax.search.base`: :class:`Strategy` (propose a batch from a read-only
-  :class:`SearchView`, be told its :class:`Outcome` s), :class:`Proposal`;
-- :mod:`limen_jax.search.strategies`: ``map_elites``, ``greedy``, ``independent``;
-- :mod:`limen_jax.search.evaluator`: :class:`Evaluator` (submit a batch of interfaces,
-  get a future of per-candidate results), the in-process batched cascade by default;
+  :class:`SearchView`, be told its outcomes), request builders;
+- :mod:`limen_jax.search.registry`: strategies by name (entry points), their options;
+- :mod:`limen_jax.search.strategies`: ``map_elites``, ``greedy``, ``independent``, ``sparse``;
+- :mod:`limen_jax.search.evaluations`: evaluation kinds (``ppo``, ``retrain``, ...);
+- :mod:`limen_jax.search.evaluator`: :class:`Evaluator` (submit a job, get a future of
+  its results), the in-process one by default; :mod:`limen_jax.search.jobs` the data;
 - :mod:`limen_jax.search.faults`: whose fault a failure is, and what stops a run.
 """
 
 from __future__ import annotations
 
-from limen_jax.search.base import Outcome, Proposal, SearchView, Strategy, blamed_on_program, make_proposal
-from limen_jax.search.strategies import STRATEGIES, Greedy, Independent, MapElites, make_strategy
+from limen_jax.search.base import (
+    SearchView,
+    Strategy,
+    StrategyBase,
+    ask_program,
+    ask_text,
+    blamed_on_program,
+    evaluate,
+)
+from limen_jax.search.registry import make_strategy, register_strategy, strategy_names
+from limen_jax.search.requests import EvalRequest, Outcome, ProgramRequest, Request, TextRequest
+from limen_jax.search.strategies import Greedy, Independent, MapElites, Sparse
 
 __all__ = [
-    "STRATEGIES",
+    "EvalRequest",
     "Greedy",
     "Independent",
     "MapElites",
     "Outcome",
-    "Proposal",
+    "ProgramRequest",
+    "Request",
     "SearchView",
+    "Sparse",
     "Strategy",
+    "StrategyBase",
+    "TextRequest",
+    "ask_program",
+    "ask_text",
     "blamed_on_program",
-    "make_proposal",
+    "evaluate",
     "make_strategy",
+    "register_strategy",
+    "strategy_names",
 ]

@@ -1,63 +1,28 @@
-"""The parts a search strategy plugs into: proposals, outcomes, the read-only view.
+"""The parts a search strategy plugs into: the read-only view, the protocol, request builders.
 
 A :class:`Strategy` never calls the LLM or the trainer. From a :class:`SearchView` (the
 archive as the loop lets it see it, the task, the mode) and a Generator derived from
-(seed, iteration) it *proposes* a batch of :class:`Proposal` s (parent, programs to show,
-failures to show, island, operator, the rendered prompt); the loop asks, checks, trains
-and records them, then *tells* the strategy the batch's :class:`Outcome` s. A strategy's
-own state is plain data (``to_dict``), saved in the checkpoint beside the archive.
+(seed, iteration) it *proposes* a batch of requests (:mod:`limen_jax.search.requests`:
+programs, text, evaluations); the loop carries them out and records them, then *tells*
+the strategy the batch's :class:`~limen_jax.search.requests.Outcome` s. A strategy's
+settings are a frozen dataclass (``Options``, filled from ``search.options``) and its
+memory is plain data (``to_dict`` / ``load``), saved in the checkpoint beside the archive,
+so a killed run resumes with it. ``lookahead`` says how many batches the loop may propose
+ahead of the outcomes: 1 lets batch i+1 be asked while batch i trains (MAP-Elites); 0
+means the strategy sees every outcome before it proposes again (a tree search).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
 from limen_jax.archive import Archive, ProgramRecord, program_id
 from limen_jax.llm.prompts import PromptConfig, build_prompt
-
-
-@dataclasses.dataclass(frozen=True)
-class Proposal:
-    """One child to ask for.
-
-    id: the child's program id. iteration, island: where it belongs. operator:
-    "from_scratch" or "mutate". parent_id: the program to improve (None from scratch).
-    context_ids: programs handed to the mutator besides the parent (crossover material).
-    system, user: the prompt, rendered when proposed (so it sees the archive as of then).
-    sections: optional prompt sections included. rng_seed: the mutator's seed (and the
-    replay cache's sample label). tag: strategy-private plain data (node id, ...).
-    """
-
-    id: str
-    iteration: int
-    island: int
-    operator: str
-    parent_id: str | None
-    context_ids: tuple[str, ...]
-    system: str
-    user: str
-    sections: tuple[str, ...]
-    rng_seed: int
-    tag: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Proposal:
-        return cls(**{**data, "context_ids": tuple(data["context_ids"]), "sections": tuple(data["sections"])})
-
-
-@dataclasses.dataclass(frozen=True)
-class Outcome:
-    """A proposal and what became of it: the record, scored or rejected."""
-
-    proposal: Proposal
-    record: ProgramRecord
+from limen_jax.search.requests import EvalRequest, Outcome, ProgramRequest, Request, TextRequest
 
 
 @dataclasses.dataclass
@@ -83,6 +48,10 @@ class SearchView:
     max_obs_dim: int = 512
     max_work_vs_step: float = 100.0
 
+    @property
+    def store(self) -> Any:
+        return self.archive.store
+
     def program_failures(self, n: int) -> list[ProgramRecord]:
         """The ``n`` newest failures that are the program's fault, newest first. Failures
         of the machinery (no answer from the LLM, a checker or engine fault) are never shown
@@ -96,26 +65,70 @@ def blamed_on_program(record: ProgramRecord) -> bool:
     return (record.error or {}).get("blame", "program") == "program"
 
 
+@runtime_checkable
 class Strategy(Protocol):
-    """A search strategy (see module docstring and docs/evolution.md)."""
+    """A search strategy (see the module docstring and docs/evolution.md)."""
 
     name: str
+    lookahead: int
 
-    def propose(self, view: SearchView, rng: np.random.Generator) -> list[Proposal]: ...
+    def propose(self, view: SearchView, rng: np.random.Generator) -> list[Request]: ...
 
     def tell(self, view: SearchView, outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
         """Take in a batch's outcomes (already recorded in the archive by the loop);
-        returns events for the run log (e.g. migrations)."""
+        returns events for the run log, each a dict with an "event" name."""
         ...
 
-    def to_dict(self) -> dict[str, Any]: ...
+    def to_dict(self) -> dict[str, Any]:
+        """The strategy's memory as plain JSON data."""
+        ...
+
+    def load(self, state: dict[str, Any]) -> None:
+        """Restore the memory :meth:`to_dict` saved."""
+        ...
 
     def done(self, view: SearchView) -> str | None:
         """A reason to stop early, or None."""
         ...
 
 
-def make_proposal(
+@dataclasses.dataclass(frozen=True)
+class NoOptions:
+    """A strategy without settings."""
+
+
+class StrategyBase:
+    """Defaults for a strategy: no options, no memory, lookahead 1, never done early, as
+    many generations as ``search.iterations`` asks (``max_iterations`` caps them).
+    Subclasses set ``name`` and implement ``propose``; ``options`` is an instance of
+    their ``Options`` dataclass."""
+
+    name: ClassVar[str] = "base"
+    Options: ClassVar[type] = NoOptions
+    lookahead: int = 1
+    max_iterations: int | None = None
+
+    def __init__(self, options: Any = None) -> None:
+        self.options = options if options is not None else self.Options()
+
+    def propose(self, view: SearchView, rng: np.random.Generator) -> list[Request]:
+        raise NotImplementedError
+
+    def tell(self, view: SearchView, outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+        return []
+
+    def to_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load(self, state: dict[str, Any]) -> None:
+        if state:
+            raise ValueError(f"strategy {self.name!r} keeps no state, but the checkpoint holds {sorted(state)}")
+
+    def done(self, view: SearchView) -> str | None:
+        return None
+
+
+def ask_program(
     view: SearchView,
     rng: np.random.Generator,
     index: int,
@@ -125,18 +138,48 @@ def make_proposal(
     top: Sequence[ProgramRecord] = (),
     diverse: Sequence[ProgramRecord] = (),
     failures: Sequence[ProgramRecord] = (),
+    second_parent: ProgramRecord | None = None,
+    operator: str | None = None,
+    evaluation: str = "ppo",
     tag: dict[str, Any] | None = None,
-) -> Proposal:
-    """Render the prompt for one child and draw its mutator seed (from ``rng``, in this
-    order: the prompt's draws, then the seed)."""
+) -> ProgramRequest:
+    """Render the standard prompt for one child and draw its mutator seed (from ``rng``,
+    in this order: the prompt's draws, then the seed). ``second_parent`` makes it a
+    crossover: the mutator gets it first among the other programs."""
     prompt = build_prompt(view.task, view.mode, rng, parent=parent, top=top, diverse=diverse,
                           failures=failures, config=view.prompt, budget=view.budget,
                           max_obs_dim=view.max_obs_dim, max_work_vs_step=view.max_work_vs_step)
     seed = int(rng.integers(2**31 - 1))
-    return Proposal(
+    parents = tuple(r.id for r in (parent, second_parent) if r is not None)
+    default_op = "from_scratch" if parent is None else "crossover" if second_parent is not None else "mutate"
+    return ProgramRequest(
         id=program_id(view.iteration, index), iteration=view.iteration, island=island,
-        operator="from_scratch" if parent is None else "mutate",
-        parent_id=None if parent is None else parent.id,
-        context_ids=tuple(r.id for r in diverse), system=prompt.system, user=prompt.user,
-        sections=prompt.sections, rng_seed=seed, tag=dict(tag or {}),
+        operator=operator or default_op, parent_ids=parents, context_ids=tuple(r.id for r in diverse),
+        system=prompt.system, user=prompt.user, sections=prompt.sections, rng_seed=seed,
+        evaluation=evaluation, tag=dict(tag or {}),
     )
+
+
+def ask_text(
+    view: SearchView,
+    rng: np.random.Generator,
+    index: int,
+    role: str,
+    *,
+    system: str,
+    user: str,
+    context: Sequence[ProgramRecord] = (),
+    tag: dict[str, Any] | None = None,
+) -> TextRequest:
+    """A text request (id "it<iteration>-t<index>") with a seed drawn from ``rng``."""
+    return TextRequest(id=f"it{view.iteration:04d}-t{index:02d}", iteration=view.iteration, role=role,
+                       system=system, user=user, rng_seed=int(rng.integers(2**31 - 1)),
+                       context_ids=tuple(r.id for r in context), tag=dict(tag or {}))
+
+
+def evaluate(view: SearchView, index: int, records: Sequence[ProgramRecord], evaluation: str,
+             tag: dict[str, Any] | None = None, **options: Any) -> EvalRequest:
+    """An evaluation request (id "it<iteration>-e<index>") of stored programs."""
+    return EvalRequest(id=f"it{view.iteration:04d}-e{index:02d}", iteration=view.iteration,
+                       program_ids=tuple(r.id for r in records), evaluation=evaluation,
+                       options=dict(options), tag=dict(tag or {}))

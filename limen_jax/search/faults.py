@@ -8,6 +8,7 @@ A record's ``error["blame"]`` is "program", "infra" (the LLM could not be reache
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,18 +32,20 @@ class TrainingStalled(RuntimeError):
     machine's fault (the run stops resumably)."""
 
 
-# Messages of failures that are the machine's, whatever program ran.
-_ENGINE_MARKERS = ("RESOURCE_EXHAUSTED", "out of memory", "Out of memory", "OOM", "XlaRuntimeError",
-                   "INTERNAL:", "Failed to allocate")
+class EngineFault(RuntimeError):
+    """Raised by engine code for a failure that is the machinery's whatever program ran."""
 
 
 def is_engine_error(exc: BaseException) -> bool:
-    """Out-of-memory and XLA runtime failures, and a stalled batch with no slow program:
-    the engine's, not the program's."""
-    if isinstance(exc, MemoryError | TrainingStalled):
+    """Out of memory, XLA runtime failures (``jax.errors.JaxRuntimeError``: allocation
+    failures, internal errors), a stalled batch with no slow program, an
+    :class:`EngineFault`: the engine's, not the program's. Judged by type, never by the
+    message, so an error re-raised by a cluster evaluator as a subclass of its cause (as
+    Ray's task errors are) classifies the same."""
+    if isinstance(exc, MemoryError | TrainingStalled | EngineFault):
         return True
-    text = f"{type(exc).__name__}: {exc}"
-    return any(marker in text for marker in _ENGINE_MARKERS)
+    jax = sys.modules.get("jax")  # no jax loaded: the error cannot be one of its runtime's
+    return jax is not None and isinstance(exc, jax.errors.JaxRuntimeError)
 
 
 def describe(exc: BaseException) -> str:

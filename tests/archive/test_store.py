@@ -68,8 +68,6 @@ def test_store_queries_exact():
     assert store.best().id == "b"
     assert [r.id for r in store.top_k(3)] == ["b", "a", "c"]
     assert [r.id for r in store.top_k(10)] == ["b", "a", "c"]  # failures never rank
-    assert [r.id for r in store.recent_failures(1)] == ["f2"]
-    assert [r.id for r in store.recent_failures(5)] == ["f2", "f1"]
     assert [r.id for r in store.top_k(2, key=lambda r: -math.fabs(r.success - 0.45))] == ["a", "c"]
     with pytest.raises(ValueError, match="already"):
         store.add(rec("a", 0.1))

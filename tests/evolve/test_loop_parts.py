@@ -302,7 +302,7 @@ class Remote:
     def submit(self, job):
         import concurrent.futures as cf
 
-        from limen_jax.search.evaluator import EvalBatch
+        from limen_jax.search.jobs import EvalBatch
 
         self.jobs.append(([i.name for i in job.interfaces], list(job.seeds), job.budget))
         future = cf.Future()
@@ -466,7 +466,7 @@ class SlowEvaluator(Remote):
     def submit(self, job):
         import time
 
-        from limen_jax.search.evaluator import EvalBatch
+        from limen_jax.search.jobs import EvalBatch
 
         def work():
             time.sleep(self.seconds)

@@ -5,7 +5,7 @@ import pytest
 
 import limen_jax as lj
 from limen_jax.archive import ProgramRecord
-from limen_jax.llm.base import MutationRequest
+from limen_jax.llm.mutator import MutationRequest
 from limen_jax.llm.offline import OfflineMutator, read_genome, render
 
 

@@ -12,8 +12,10 @@ from limen_jax.program import compile_many
 from limen_jax.program.timing import slow_programs
 from limen_jax.rl import PPOConfig
 from limen_jax.rl.watchdog import BatchTimeout
-from limen_jax.search.evaluator import MIN_BUDGET_S, Budget, EvalJob, InProcessEvaluator, evaluate, updates_of
+from limen_jax.search.evaluator import InProcessEvaluator
 from limen_jax.search.faults import ProgramTooSlow, TrainingStalled, is_engine_error
+from limen_jax.search.jobs import MIN_BUDGET_S, Budget, EvalJob, updates_of
+from limen_jax.search.training import evaluate
 
 TINY = PPOConfig().replace(num_envs=32, rollout_len=8, epochs=2, minibatches=2, eval_episodes=32,
                            actor_hidden=(16, 16), critic_hidden=(16, 16))  # fmt: skip
@@ -109,7 +111,7 @@ class Watchdogged:
 
         from test_loop_parts import _fake_result
 
-        from limen_jax.search.evaluator import EvalBatch
+        from limen_jax.search.jobs import EvalBatch
 
         self.jobs.append(job)
         if self.stalled:

@@ -40,6 +40,8 @@ class MutationRequest:
     mode: which functions the answer must define ("full", "obs_only", "reward_only").
     parent: the program to improve; None for a from-scratch proposal.
     others: other programs (top and diverse) an operator may draw on, e.g. for crossover.
+    role: "program" for a program; otherwise the kind of text asked for ("plan",
+        "critique", "decompose", "verify", ...): the answer is text, not code.
     rng_seed: seed for the mutator's own randomness. Give every call in a run its own
         seed: the replay cache keys on it, so equal prompts with different seeds are
         distinct samples and a resumed run asks exactly the same questions.
@@ -52,6 +54,7 @@ class MutationRequest:
     parent: ProgramRecord | None = None
     others: list[ProgramRecord] = dataclasses.field(default_factory=list)
     rng_seed: int = 0
+    role: str = "program"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -1,0 +1,269 @@
+"""Carrying out a batch's asks: the loop's LLM and checker I/O.
+
+Every program and text request of a batch is asked at once (a thread pool,
+``concurrency`` calls in flight); each program answer is checked as it comes back, in a
+sandboxed worker process of its own, side by side with the others. Programs the
+strategy already holds (``source="given"``) are checked without a call, and the task's
+default interface (``source="default"``) needs neither. Nothing here raises for a bad
+candidate: each child ends as a record (rejected or trainable). What stops the run comes
+back as :attr:`Prepared.stop` (a :class:`~limen_jax.search.faults.RunStop`), so that a
+batch already training can finish and be checkpointed first.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import re
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from limen_jax.archive import ProgramRecord, ProgramStore
+from limen_jax.modes import REQUIRED
+from limen_jax.search.faults import RunStop, describe, systematic
+from limen_jax.search.requests import EvalRequest, ProgramRequest, Request, TextRequest
+
+DEFAULT_CODE = "# the task's default observation and sparse reward\n"
+
+
+@dataclasses.dataclass
+class Child:
+    """One candidate: its request, its record, and its compiled interface when it is
+    trainable."""
+
+    request: ProgramRequest
+    record: ProgramRecord
+    interface: Any = None
+    fault: BaseException | None = None  # an unexpected checker exception (engine's)
+    text: str = ""  # the raw answer
+
+
+@dataclasses.dataclass
+class TextAnswer:
+    """The answer to a text request: ``text`` ("" when none came, ``error`` says why)."""
+
+    request: TextRequest
+    text: str = ""
+    error: str | None = None
+
+
+@dataclasses.dataclass
+class Prepared:
+    """A batch ready to evaluate. requests: everything the strategy asked, in order;
+    children / texts: the program and text answers; evals: the evaluation requests.
+    llm_s: wall seconds until every answer was in; check_s: seconds spent checking;
+    start / end: wall-clock bounds of the preparation."""
+
+    iteration: int
+    requests: list[Request]
+    children: list[Child] = dataclasses.field(default_factory=list)
+    texts: list[TextAnswer] = dataclasses.field(default_factory=list)
+    llm_s: float = 0.0
+    check_s: float = 0.0
+    start: float = 0.0
+    end: float = 0.0
+    stop: RunStop | None = None
+
+    @property
+    def trainable(self) -> list[Child]:
+        return [c for c in self.children if c.interface is not None]
+
+    @property
+    def evals(self) -> list[EvalRequest]:
+        return [r for r in self.requests if isinstance(r, EvalRequest)]
+
+
+def mutation_request(request: ProgramRequest | TextRequest, store: ProgramStore, task_name: str, mode: str) -> Any:
+    """The mutator request of ``request`` (parent and context records from ``store``)."""
+    from limen_jax.llm import MutationRequest
+
+    if isinstance(request, TextRequest):
+        return MutationRequest(system=request.system, user=request.user, task_name=task_name, mode=mode,  # type: ignore[arg-type]
+                               others=[store.get(i) for i in request.context_ids], rng_seed=request.rng_seed,
+                               role=request.role)
+    others = [store.get(i) for i in (*request.parent_ids[1:], *request.context_ids)]
+    return MutationRequest(
+        system=request.system, user=request.user, task_name=task_name, mode=mode,  # type: ignore[arg-type]
+        parent=store.get(request.parent_id) if request.parent_id else None, others=others,
+        rng_seed=request.rng_seed,
+    )
+
+
+def extracted_code(text: str, mode: str) -> str:
+    """The program in an answer as the checker extracts it ("" when there is none), so a
+    rejected candidate is shown as code, never as the raw reply with its fences."""
+    from limen_jax.program import ProgramError, extract_code
+
+    try:
+        return extract_code(text, REQUIRED[mode])
+    except ProgramError:
+        return ""
+    except Exception:  # an extractor bug must not cost more than this candidate's code
+        return ""
+
+
+_FENCED = re.compile(r"^[ \t]*```.*?(?:^[ \t]*```[ \t]*$|\Z)", re.M | re.S)
+
+
+def thought_of(text: str) -> str:
+    """The answer's text around its code (its reasoning, a design thought): every fenced
+    block removed, blank runs folded."""
+    prose = _FENCED.sub("", text.replace("\r\n", "\n"))
+    return re.sub(r"\n{3,}", "\n\n", prose).strip()
+
+
+def ask_and_check(
+    requests: Sequence[Request],
+    *,
+    mutator: Callable[[], Any],
+    task: Any,
+    mode: str,
+    store: ProgramStore,
+    concurrency: int | None = None,
+    limits: Any = None,
+    log: Callable[..., None] = lambda event, **kw: None,
+    mutator_name: Callable[[], str] = lambda: "custom",
+    iteration: int = 0,
+) -> Prepared:
+    """Carry out the program and text requests of a batch; see the module docs.
+    ``mutator()`` gives the run's mutator (built on first use: a batch that asks the LLM
+    nothing never builds one)."""
+    from limen_jax.llm import MutatorError
+    from limen_jax.program import default_workers
+
+    start = time.time()
+    prepared = Prepared(requests[0].iteration if requests else iteration, list(requests), start=start)
+    asks = [r for r in requests if isinstance(r, TextRequest) or (isinstance(r, ProgramRequest) and r.source == "llm")]
+    for r in asks:
+        if isinstance(r, ProgramRequest):
+            log("prompt", id=r.id, iteration=r.iteration, island=r.island, parent=r.parent_id,
+                parents=list(r.parent_ids), operator=r.operator, sections=list(r.sections), system=r.system,
+                user=r.user)
+        else:
+            log("prompt", id=r.id, iteration=r.iteration, kind="text", role=r.role, system=r.system, user=r.user)
+    stops: list[BaseException] = []
+    workers = max(1, min(concurrency or len(asks), len(asks) or 1))
+    checkers = cf.ThreadPoolExecutor(max_workers=default_workers(), thread_name_prefix="limen-check")
+    checks: list[tuple[int, cf.Future[Child]]] = []
+    first_check = time.time()
+    name = mutator_name() if asks else ""
+    with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="limen-llm") as pool:
+        m: Any = mutator() if asks else None
+        futures = {id(r): pool.submit(m.propose, mutation_request(r, store, task.name, mode)) for r in asks}
+        for request in requests:
+            if isinstance(request, EvalRequest):
+                continue
+            if isinstance(request, ProgramRequest) and request.source != "llm":
+                if request.source == "default":
+                    prepared.children.append(_default_child(request, task))
+                else:
+                    record = _record(request, {"mutator": "given"})
+                    checks.append((len(prepared.children), checkers.submit(
+                        _check, request, record, request.code, {}, task, mode, limits, False)))
+                    prepared.children.append(Child(request, record))
+                continue
+            future = futures[id(request)]
+            try:
+                response = future.result()
+            except MutatorError as exc:  # budget cap, replay miss, refused request: stop
+                stops.append(exc)
+                continue
+            except Exception as exc:  # a crash in a custom mutator: no answer, not the program's fault
+                if isinstance(request, TextRequest):
+                    prepared.texts.append(TextAnswer(request, error=describe(exc)))
+                    continue
+                record = _record(request, {})
+                record.error = {"stage": "mutator", "message": describe(exc), "trace": "", "blame": "infra"}
+                prepared.children.append(Child(request, record))
+                continue
+            prepared.llm_s = time.time() - start
+            metadata = {
+                "mutator": name, "model": response.model, "input_tokens": response.input_tokens,
+                "output_tokens": response.output_tokens, "cost_usd": response.cost_usd, "cached": response.cached,
+                "retries": response.retries,
+            }
+            truncated = bool(response.metadata.get("truncated")) or response.metadata.get("stop_reason") == "max_tokens"
+            if truncated:
+                metadata["truncated"] = True
+            log("response", id=request.id, text=response.text, error=response.error, **metadata)
+            if isinstance(request, TextRequest):
+                prepared.texts.append(TextAnswer(request, response.text if not response.error else "", response.error))
+                continue
+            record = _record(request, metadata)
+            if response.error:
+                record.error = {"stage": "mutator", "message": response.error, "trace": "", "blame": "infra"}
+                prepared.children.append(Child(request, record))
+                continue
+            record.thought = thought_of(response.text)
+            prepared.children.append(Child(request, record, text=response.text))
+            if not checks:
+                first_check = time.time()
+            # checked in a sandboxed worker process each, side by side, while later answers arrive
+            checks.append((len(prepared.children) - 1, checkers.submit(
+                _check, request, record, response.text, response.metadata, task, mode, limits, truncated)))
+        for index, check in checks:
+            prepared.children[index] = check.result()
+    checkers.shutdown()
+    if checks:
+        prepared.check_s = time.time() - first_check
+    prepared.end = time.time()
+    prepared.stop = _stop(prepared, stops)
+    return prepared
+
+
+def _stop(prepared: Prepared, stops: list[BaseException]) -> RunStop | None:
+    """Why the run cannot go on after this batch's asks, or None."""
+    from limen_jax.llm import BudgetExceeded
+
+    if stops:
+        first = stops[0]
+        return RunStop("budget" if isinstance(first, BudgetExceeded) else "mutator", describe(first))
+    asked = [c.record.error for c in prepared.children if c.request.source == "llm"]
+    asked += [{"blame": "infra", "message": t.error} if t.error else None for t in prepared.texts]
+    if asked and all((e or {}).get("blame") == "infra" for e in asked):
+        last = asked[-1] or {}
+        return RunStop("outage", f"no answer from the LLM for any request of the batch: {last.get('message')}")
+    checked = [c for c in prepared.children if (c.record.error or {}).get("blame") != "infra"]
+    same = systematic([c.fault for c in checked]) if checked and all(c.fault for c in checked) else None
+    return RunStop("engine", f"the checker failed the same way on every candidate: {same}") if same else None
+
+
+def _record(request: ProgramRequest, metadata: dict[str, Any]) -> ProgramRecord:
+    return ProgramRecord(id=request.id, code="", iteration=request.iteration, island=request.island,
+                         parent_ids=list(request.parent_ids), metadata=metadata)
+
+
+def _default_child(request: ProgramRequest, task: Any) -> Child:
+    from limen_jax.interface import default_interface
+
+    iface = default_interface(task)
+    record = ProgramRecord(id=request.id, code=DEFAULT_CODE, iteration=request.iteration, island=request.island,
+                           obs_dim=iface.obs_dim, reward_ast_size=0, metadata={"mutator": "none (sparse baseline)"})
+    return Child(request, record, iface)
+
+
+def _check(request: ProgramRequest, record: ProgramRecord, text: str, metadata: dict[str, Any], task: Any,
+           mode: str, limits: Any, truncated: bool) -> Child:
+    """The guarded checker path: a ProgramError rejects the program (fed back to the LLM);
+    any other exception is the checker's fault and costs this candidate only."""
+    from limen_jax.llm.prompts import render
+    from limen_jax.program import ProgramError, compile_interface
+
+    kwargs = {"limits": limits} if limits is not None else {}
+    try:
+        iface = compile_interface(text, task, mode=mode, name=request.id, **kwargs)
+    except ProgramError as exc:
+        record.code = extracted_code(text, mode)
+        record.error = {**exc.to_dict(), "blame": "program"}
+        if truncated:
+            limit = metadata.get("max_tokens", "max_tokens")
+            record.error["stage"] = "truncated"
+            record.error["message"] = render("truncated", limit=str(limit), message=exc.message)
+        return Child(request, record, text=text)
+    except Exception as exc:
+        record.code = extracted_code(text, mode)
+        record.error = {"stage": "checker", "message": describe(exc), "trace": "", "blame": "engine"}
+        return Child(request, record, fault=exc, text=text)
+    record.code, record.obs_dim, record.reward_ast_size = iface.source, iface.obs_dim, iface.reward_ast_size
+    return Child(request, record, iface, text=text)

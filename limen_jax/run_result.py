@@ -1,0 +1,67 @@
+"""What a run leaves in a notebook: :class:`RunResult` (the archive, the store, the best)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from limen_jax.config import EvolveConfig
+from limen_jax.rundir import RunDir
+
+
+@dataclasses.dataclass
+class RunResult:
+    """What a run leaves in a notebook: the archive, the program store, the best record."""
+
+    run_dir: Path
+    config: EvolveConfig
+    store: Any
+    archive: Any
+    stopped: str = "finished"
+    # False when the run stopped before its planned iterations (budget cap, outage,
+    # engine error, a mutator that cannot go on): the CLI then exits non-zero
+    complete: bool = True
+
+    @property
+    def records(self) -> list[Any]:
+        return sorted(self.store, key=lambda r: (r.iteration, r.id))
+
+    @property
+    def best(self) -> Any:
+        return self.store.best()
+
+    def plot(self, path: str | Path | None = None) -> Any:
+        from limen_jax.plots import plot_progress
+
+        return plot_progress([r.to_dict() for r in self.records], path, title=self.config.task)
+
+    def summary(self) -> str:
+        return _summary(self)
+
+
+def _summary(result: RunResult) -> str:
+    recs = result.records
+    trained = [r for r in recs if r.success is not None]
+    rejected = [r for r in recs if r.error]
+    usage = (RunDir(result.run_dir).read_json("usage.json") or {})
+    lines = [
+        f"run: {result.run_dir}  ({result.stopped})",
+        f"task {result.config.task}, mode {result.config.search.mode}: {len(recs)} programs, "
+        f"{len(trained)} trained, {len(rejected)} rejected",
+    ]
+    best = result.best
+    if best is not None and best.success is not None:
+        seeds = ", ".join(f"{s:.2f}" for s in best.success_per_seed)
+        lines.append(
+            f"best: {best.id} success {best.success:.3f} (seeds {seeds}), obs_dim {best.obs_dim}, "
+            f"reward AST {best.reward_ast_size}"
+        )
+        lines.append(f"best interface: {result.run_dir / 'best_interface.py'}")
+    if usage.get("calls") or usage.get("failed_calls"):
+        lines.append(
+            f"LLM ({usage.get('mutator')}): {usage['calls']} calls, {usage['failed_calls']} failed, "
+            f"{usage['retries']} retries, {usage['input_tokens']:,} in / {usage['output_tokens']:,} out tokens, "
+            f"${usage['cost_usd']:.2f}"
+        )
+    return "\n".join(lines)

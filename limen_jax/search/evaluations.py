@@ -1,0 +1,145 @@
+"""Evaluation kinds: how a program is judged, by name.
+
+A kind builds the :class:`~limen_jax.search.evaluator.EvalJob` for some interfaces
+(``job``), runs it wherever the evaluator runs it (``run``: in this process, on a Ray
+worker; it must be a pure function of the job), and writes a result into a record
+(``score``). The loop knows none of them; strategies name them in their requests.
+
+- ``ppo``: the search's fitness: the cascade (a short single-seed run, then the full
+  multi-seed run for survivors), success on fresh episodes; sets ``record.success``.
+- ``retrain``: N fresh seeds at the full budget, one stage (``options["seeds"]``, default
+  5); the scores go to ``record.evaluations["retrain"]`` and never change the fitness.
+
+More kinds register with :func:`register_evaluation` or the entry-point group
+``limen_jax.evaluations``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+from typing import Any, Protocol
+
+import numpy as np
+
+from limen_jax.search.faults import describe, diverged
+from limen_jax.search.jobs import Budget, EvalBatch, EvalJob
+from limen_jax.search.training import evaluate
+
+GROUP = "limen_jax.evaluations"
+
+
+@dataclasses.dataclass(frozen=True)
+class JobContext:
+    """What every kind needs to build a job: the run's task, PPO config, seed, seeds per
+    full run, cascade budget and watchdog, and the batch size to pad to."""
+
+    task: Any
+    ppo: Any
+    seed: int
+    seeds: int
+    budget: Budget
+    pad_to: int | None = None
+    watchdog_s: float = 0.0
+    watchdog_factor: float = 5.0
+
+
+class Evaluation(Protocol):
+    name: str
+
+    def job(self, ctx: JobContext, interfaces: list[Any], options: dict[str, Any]) -> EvalJob: ...
+
+    def run(self, job: EvalJob, budget_s: float | None) -> EvalBatch: ...
+
+    def score(self, record: Any, result: Any, job: EvalJob) -> None: ...
+
+
+class PPO:
+    """The cascade; the result becomes the record's fitness, curves and feedback."""
+
+    name = "ppo"
+
+    def job(self, ctx: JobContext, interfaces: list[Any], options: dict[str, Any]) -> EvalJob:
+        b = ctx.budget
+        short = b.short_steps if b.short_steps > 0 else b.full_steps  # 0: no cascade, one stage
+        return EvalJob(ctx.task, interfaces, [ctx.seed * 1000 + s for s in range(ctx.seeds)],
+                       Budget(short, b.full_steps, b.threshold), ctx.ppo, pad_to=ctx.pad_to,
+                       watchdog_s=ctx.watchdog_s, watchdog_factor=ctx.watchdog_factor, kind=self.name)
+
+    def run(self, job: EvalJob, budget_s: float | None) -> EvalBatch:
+        return evaluate(job, budget_s)
+
+    def score(self, record: Any, result: Any, job: EvalJob) -> None:
+        from limen_jax.llm.feedback import training_feedback
+
+        if isinstance(result, BaseException):
+            record.error = {"stage": "train", "message": describe(result), "trace": "", "blame": "program"}
+            return
+        why = diverged(result)
+        if why:
+            record.error = {"stage": "train", "message": why, "trace": "", "blame": "program", "kind": "diverged"}
+            return
+        record.stage = result.stage
+        record.success_per_seed = [float(x) for x in result.success_per_seed]
+        record.success = float(np.mean(record.success_per_seed))
+        record.final_return = float(result.final_return)
+        record.curves = {k: [float(x) for x in v] for k, v in result.curves.items()}
+        # one feedback implementation: what is stored (and logged) is what the prompts show
+        record.feedback = training_feedback(record) or {}
+
+
+class Retrain(PPO):
+    """Fresh seeds (never the search's) at the full budget; kept beside the fitness."""
+
+    name = "retrain"
+    DEFAULT_SEEDS = 5
+
+    def job(self, ctx: JobContext, interfaces: list[Any], options: dict[str, Any]) -> EvalJob:
+        n = int(options.get("seeds", self.DEFAULT_SEEDS))
+        if n < 1:
+            raise ValueError(f"retrain: seeds must be >= 1, got {n}")
+        b = ctx.budget
+        # seeds seed*1000 + 0..seeds-1 trained the search; these start at +500
+        seeds = [ctx.seed * 1000 + 500 + s for s in range(n)]
+        return EvalJob(ctx.task, interfaces, seeds, Budget(b.full_steps, b.full_steps, 0.0), ctx.ppo,
+                       watchdog_s=ctx.watchdog_s, watchdog_factor=ctx.watchdog_factor, kind=self.name)
+
+    def score(self, record: Any, result: Any, job: EvalJob) -> None:
+        steps = job.budget.full_steps
+        why = describe(result) if isinstance(result, BaseException) else diverged(result)
+        if why:
+            record.evaluations[self.name] = {"error": why, "seeds": list(job.seeds), "steps": steps}
+            return
+        per_seed = [float(x) for x in result.success_per_seed]
+        record.evaluations[self.name] = {
+            "success": float(np.mean(per_seed)), "success_per_seed": per_seed, "seeds": list(job.seeds),
+            "steps": steps, "final_return": float(result.final_return),
+        }
+
+
+_KINDS: dict[str, Any] = {"ppo": PPO(), "retrain": Retrain()}
+
+
+def register_evaluation(kind: Any) -> None:
+    """Add an evaluation kind (an object with ``name``, ``job``, ``run``, ``score``)."""
+    _KINDS[kind.name] = kind
+
+
+def evaluation_kind(name: str) -> Evaluation:
+    found = _KINDS.get(name)
+    if found is None:
+        eps = {ep.name: ep for ep in importlib.metadata.entry_points(group=GROUP)}
+        if name not in eps:
+            raise ValueError(f"unknown evaluation kind {name!r}; expected one of {evaluation_kinds()}")
+        loaded = eps[name].load()
+        found = _KINDS[name] = loaded() if isinstance(loaded, type) else loaded
+    return found  # type: ignore[no-any-return]
+
+
+def evaluation_kinds() -> list[str]:
+    return sorted(set(_KINDS) | {ep.name for ep in importlib.metadata.entry_points(group=GROUP)})
+
+
+def run_job(job: EvalJob, budget_s: float | None = None) -> EvalBatch:
+    """Run ``job`` by its kind: what every evaluator calls, in whatever process it runs."""
+    return evaluation_kind(job.kind).run(job, budget_s)

@@ -1,0 +1,71 @@
+"""What an evaluation is asked and what it answers: plain data every evaluator shares.
+
+:class:`EvalJob` (the task, interfaces, seeds, budget, PPO config, watchdog, the
+evaluation kind) goes in; :class:`EvalBatch` (a result or an exception per interface)
+comes out. A cluster evaluator ships these between processes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    """Env steps per seed of the short single-seed run and of the full run, and the
+    short run's success threshold (``short_steps == full_steps``: one full stage)."""
+
+    short_steps: int
+    full_steps: int
+    threshold: float
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalJob:
+    """What a submission asks: the task, its interfaces, the training seeds and budget,
+    the PPO config, and the batch watchdog: ``watchdog_s`` seconds for a batch when
+    nothing has been learned yet (0: no watchdog), ``watchdog_factor`` x the time the
+    batch is expected to take once earlier batches have been timed. pad_to: the batch size the
+    search asks for; a batch that lost candidates to the checker is padded to it so compiled
+    shapes repeat (None: no padding). kind: the evaluation kind that runs and scores it
+    (:mod:`limen_jax.search.evaluations`)."""
+
+    task: Any
+    interfaces: Sequence[Any]
+    seeds: Sequence[int]
+    budget: Budget
+    config: Any
+    pad_to: int | None = None
+    watchdog_s: float = 0.0
+    watchdog_factor: float = 5.0
+    kind: str = "ppo"
+
+
+@dataclasses.dataclass
+class EvalBatch:
+    """The answer: one ``CascadeResult`` or ``Exception`` per interface, in order;
+    ``batch_error`` is the batched call's exception message when it had to be split;
+    ``wall_s`` the seconds the evaluation took, of which ``compile_s`` compiling and
+    ``eval_s`` the final evaluations (None when the evaluator does not tell);
+    ``finished_at`` when it ended (epoch s)."""
+
+    results: list[Any]
+    batch_error: str | None = None
+    wall_s: float = 0.0
+    finished_at: float = dataclasses.field(default_factory=time.time)
+    compile_s: float | None = None
+    eval_s: float | None = None
+
+
+# The watchdog never gives a batch less than this (compiling a new batch's kernel varies).
+MIN_BUDGET_S = 60.0
+
+
+def updates_of(job: EvalJob) -> int:
+    """Most PPO updates the job's cascade runs (both stages)."""
+    b, cfg = job.budget, job.config
+    full = cfg.num_updates(b.full_steps)
+    return full + (min(cfg.num_updates(b.short_steps), full) if b.short_steps < b.full_steps else 0)

@@ -1,0 +1,39 @@
+"""Whether batch i+1 is asked and checked while batch i trains.
+
+``search.pipeline`` "auto" resolves to "on" for a live LLM (its answers overlap training)
+and for the offline mutator in runs of three or more generations (its checks, ~8 s a
+batch on a 2-core CPU, overlap training; with fewer, no batch would mutate a parent,
+since the first two are written from scratch); "off" for a mutator object handed in. A
+replay follows the recorded run, a resumed run its own config. Whatever was asked, a
+strategy whose ``lookahead`` is 0 (it must see every outcome before it proposes again)
+runs with the pipeline off.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def resolve_pipeline(search: Any, llm: Any, *, lookahead: int, custom_mutator: bool,
+                     saved: dict[str, Any] | None) -> str:
+    """"on" or "off" for a run with these ``search`` and ``llm`` configs (see the module)."""
+    if lookahead < 1:
+        return "off"
+    if search.pipeline != "auto":
+        return str(search.pipeline)
+    if saved is not None:
+        return str(saved["search"].get("pipeline", "off"))
+    from limen_jax.llm.factory import resolve_mutator
+
+    kind = resolve_mutator(llm.mutator)
+    if custom_mutator:
+        return "off"
+    if kind == "replay" and llm.replay_from:
+        src = Path(llm.replay_from)
+        recorded = (src if src.is_dir() else src.parent) / "config.json"
+        return str(json.loads(recorded.read_text())["search"]["pipeline"]) if recorded.exists() else "off"
+    if kind == "offline":
+        return "on" if search.iterations >= 2 else "off"
+    return "on" if kind == "anthropic" else "off"
