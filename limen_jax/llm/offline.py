@@ -165,6 +165,8 @@ class OfflineMutator:
     # --- Mutator protocol -----------------------------------------------------------
     def propose(self, request: MutationRequest) -> MutationResponse:
         rng = np.random.default_rng(request.rng_seed)
+        if request.role != "program":
+            return self.answer_text(request, rng)
         parent = read_genome(request.parent.code) if request.parent is not None else None
         if parent is None:
             genome, ops = self.random_genome(rng), ["from_scratch"]
@@ -175,3 +177,34 @@ class OfflineMutator:
         code = render(self.catalog, genome, request.mode)
         text = f"Offline edit ({', '.join(ops)}).\n\n```python\n{code}```\n"
         return MutationResponse(text=text, model="offline", metadata={"ops": ops, "genome": genome})
+
+    # --- text requests ----------------------------------------------------------------
+    def answer_text(self, request: MutationRequest, rng: np.random.Generator) -> MutationResponse:
+        """A deterministic answer to a text request, by role: "plan" and "decompose" name
+        catalog pieces drawn by their priors (what an author would try); "verify" gives a
+        score in [0, 1] (the share of the context programs' reward terms that are dense
+        shaping terms, else a draw); "critique" and any other role describe the context
+        programs' pieces and scores."""
+        cat = self.catalog
+        role = request.role
+        if role in ("plan", "decompose"):
+            terms = self._draw(rng, [t.name for t in cat.terms], min(3, len(cat.terms)), "t")
+            feats = self._draw(rng, [f.name for f in cat.features], min(3, len(cat.features)), "f")
+            lines = [f"{i + 1}. reward term `{t}` with observation feature `{f}`"
+                     for i, (t, f) in enumerate(zip(terms, feats + terms[len(feats):]))]
+            text = f"Offline {role}:\n" + "\n".join(lines)
+        elif role == "verify":
+            genomes = [g for g in (read_genome(r.code) for r in request.others) if g is not None]
+            terms = [t for g in genomes for t in g["terms"]]
+            score = sum(t in cat.dense_terms for t in terms) / len(terms) if terms else float(rng.random())
+            text = f"score: {score:.2f}"
+        else:
+            parts = []
+            for record in request.others:
+                genome = read_genome(record.code)
+                pieces = (f"features {', '.join(genome['features'])}; terms {', '.join(genome['terms'])}"
+                          if genome else "no catalog pieces")
+                scored = "untrained" if record.success is None else f"success {record.success:.2f}"
+                parts.append(f"- {record.id} ({scored}): {pieces}")
+            text = f"Offline {role}:\n" + ("\n".join(parts) if parts else "nothing to review")
+        return MutationResponse(text=text, model="offline", metadata={"role": role})

@@ -1,0 +1,106 @@
+"""A strategy written outside the package (examples/plan_then_mutate.py, the one
+docs/evolution.md shows) runs with no change to the loop: registered by entry point and
+driven from the CLI with --set options, killed with SIGKILL and resumed with its memory,
+and passed as an object to lj.evolve; it asks for text, programs and a retrain.
+
+The entry point comes from a .dist-info folder written into tmp_path (what ``pip
+install`` would write; installing needs a build backend a test must not download), found
+by a subprocess through ``importlib.metadata`` on its PYTHONPATH."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from test_evolve import toy_config
+
+import limen_jax as lj
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+from plan_then_mutate import PlanThenMutate  # noqa: E402
+
+CONFIG = toy_config(search={"iterations": 4, "candidates": 1, "seeds": 2})
+
+
+def dist_info(root: Path) -> Path:
+    info = root / "limen_plan-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: limen-plan\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text("[limen_jax.strategies]\nplan_then_mutate = plan_then_mutate:PlanThenMutate\n")
+    return root
+
+
+def events(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+
+
+def test_a_plugin_strategy_runs_from_the_cli_survives_kill_9_and_matches_the_object_run(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, [ROOT, HERE, ROOT / "examples",
+                                                                  dist_info(tmp_path / "site")]))}
+    (tmp_path / "cfg.json").write_text(json.dumps(CONFIG))
+    run_dir = tmp_path / "cli"
+    cmd = [sys.executable, "-m", "limen_jax.evolve", "--task", "toy_task:ToyCorridor", "--config",
+           str(tmp_path / "cfg.json"), "--strategy", "plan_then_mutate", "--set", "search.options.k=1",
+           "--set", "search.options.retrain_seeds=2", "--run-dir", str(run_dir)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    state = run_dir / "state.json"
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        if state.exists() and json.loads(state.read_text())["iteration"] >= 2:
+            break
+        time.sleep(0.1)
+    assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    killed_at = json.loads(state.read_text())
+    assert killed_at["iteration"] < 4 and killed_at["strategy"]["plan"].startswith("Offline plan:")
+    out = subprocess.run([sys.executable, "-m", "limen_jax.evolve", "--resume", str(run_dir)], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert [e["from_iteration"] for e in events(run_dir) if e["event"] == "run_resume"] == [killed_at["iteration"] + 1]
+    final = json.loads(state.read_text())
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["search"]["strategy"] == "plan_then_mutate" and config["search"]["options"] == {"k": 1,
+                                                                                                   "retrain_seeds": 2}
+    assert config["search"]["pipeline"] == "off"  # lookahead 0: every outcome is told before the next batch
+
+    # the same strategy, handed in as an object, uninterrupted: the same run
+    strategy = PlanThenMutate(PlanThenMutate.Options(k=1, retrain_seeds=2))
+    same = lj.evolve("toy_corridor", CONFIG, run_dir=tmp_path / "object", strategy=strategy, verbose=False)
+    records = {r["id"]: r for r in final["archive"]["programs"]}
+    assert sorted(records) == sorted(r.id for r in same.records) == [f"it000{i}-c00" for i in range(1, 5)]
+    for r in same.records:
+        mine = records[r.id]
+        assert (mine["code"], mine["success_per_seed"], mine["parent_ids"], mine["evaluations"]) == (
+            r.code, r.success_per_seed, r.parent_ids, r.evaluations)
+    assert final["strategy"] == strategy.to_dict()
+
+    # what it asked: a plan (text), programs with the plan in their prompts, a retrain of each new best
+    log = events(run_dir)
+    plan = [e for e in log if e["event"] == "prompt" and e.get("kind") == "text"]
+    assert [(e["id"], e["role"]) for e in plan] == [("it0000-t00", "plan")]
+    programs = [e for e in log if e["event"] == "prompt" and e.get("kind") != "text"]
+    assert programs and all(f"## A plan to draw on\n{strategy.plan}\n" in e["user"] for e in programs)
+    retrained = [r for r in same.records if r.evaluations]
+    assert retrained and [r.id for r in retrained] == strategy.retrained
+    for r in retrained:
+        ev = r.evaluations["retrain"]
+        assert len(ev["success_per_seed"]) == 2 and ev["seeds"] == [500, 501] and ev["steps"] == 2048
+        assert ev["success"] == sum(ev["success_per_seed"]) / 2
+    assert {e["program"] for e in log if e["event"] == "evaluation"} == {r.id for r in retrained}
+
+
+def test_the_docs_show_the_example_strategy_as_it_is_tested():
+    doc = (ROOT / "docs" / "evolution.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", doc, re.S)
+    source = (ROOT / "examples" / "plan_then_mutate.py").read_text()
+    assert source in blocks
+    assert len(source.splitlines()) <= 65
