@@ -4,6 +4,11 @@ training speed with the exported artifact vs the program's Python closure.
     python benchmarks/sandbox_cost.py                 # xland_easy, K=8, 50k training steps
     python benchmarks/sandbox_cost.py --steps 20000 --k 8 --workers 8
 
+"worker start-up" times a fresh Python importing what a worker (and a fork server) imports
+before its first program, against the same plus what ``import limen_jax`` also loaded
+before the search-requests change (config, and with it the search, LLM and archive
+modules), in the same run: the cost the import cut saves every fresh worker.
+
 "one program" is checked twice: in a fork server's child (the default; the server was
 started by the check before) and in a fresh worker (``LIMEN_JAX_FORKSERVER=0``).
 
@@ -15,6 +20,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
+import subprocess
+import sys
 import time
 
 import jax
@@ -65,6 +73,17 @@ def kernel_seconds(iface: Interface, sample, repeats: int = 30) -> float:  # typ
     return best
 
 
+def startup_seconds(modules: list[str], repeats: int) -> float:
+    """Median wall seconds of a fresh interpreter importing ``modules``."""
+    code = "import importlib\nfor m in %r: importlib.import_module(m)" % (modules,)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--task", default="xland_easy")
@@ -73,7 +92,16 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=50_000)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--skip-checks", action="store_true", help="only the training comparison")
+    parser.add_argument("--startup-repeats", type=int, default=7)
     args = parser.parse_args()
+
+    from limen_jax.program.forkserver import PRELOAD
+
+    worker = list(PRELOAD)
+    before = startup_seconds([*worker, "limen_jax.config", "limen_jax.search", "limen_jax.llm"], args.startup_repeats)
+    after = startup_seconds(worker, args.startup_repeats)
+    print(f"worker start-up (median of {args.startup_repeats}): {after:.2f} s, with the search modules "
+          f"it loaded before {before:.2f} s (ratio {before / after:.2f})")
 
     task = lj.make(args.task)
     source = interfaces.path(args.task).read_text()

@@ -1,11 +1,12 @@
 """limen_jax: discover reinforcement-learning interfaces (observation and reward programs).
 
-Importing this package is cheap; the heavy parts load on first use.
+Importing this package is cheap; the heavy parts load on first use. The training core
+(``limen_jax.rl``) and the sandbox workers load no search, LLM or archive module
+(tests/test_imports.py).
 """
 
 from typing import Any
 
-from limen_jax.config import EvolveConfig
 from limen_jax.interface import Interface, default_interface
 from limen_jax.task import Box, Discrete, Task, TaskState, Transition, make, register, registered_tasks
 
@@ -30,6 +31,7 @@ __version__ = "0.1.0"
 # Loaded on first use: `python -m limen_jax.evolve` must not find its module imported
 # by the package already, and `lj.evolve(...)` calls the (callable) module.
 _LAZY = {"evolve": ("limen_jax.evolve", None), "resume": ("limen_jax.evolve", "resume"),
+         "EvolveConfig": ("limen_jax.config", "EvolveConfig"),
          "RunResult": ("limen_jax.evolve", "RunResult"), "train": ("limen_jax.rl", "train")}
 
 

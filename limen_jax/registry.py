@@ -21,15 +21,12 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from limen_jax.task import Task
+from typing import Any
 
 GROUP = "limen_jax.tasks"
 FAMILY_GROUP = "limen_jax.task_families"
 
-TaskFactory = Callable[..., "Task"]
+TaskFactory = Callable[..., Any]  # builds a limen_jax.task.Task (not imported: task.py imports this)
 # A family maps an environment name to a task factory ("module:function" or a callable).
 FamilyResolver = Callable[[str], TaskFactory]
 
@@ -106,7 +103,7 @@ def factory_for(name: str) -> TaskFactory:
     )
 
 
-def make(name: str, **params: float) -> Task:
+def make(name: str, **params: float) -> Any:
     """Build a task by name (see the module docstring for what a name may be)."""
     return factory_for(name)(**params)
 

@@ -18,14 +18,16 @@ from __future__ import annotations
 import abc
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
-from limen_jax.catalog import Catalog
 from limen_jax.registry import describe, families, make, note_task, register, register_family, registered_tasks
+
+if TYPE_CHECKING:  # the offline mutator's data: loaded by the search, never by training
+    from limen_jax.catalog import Catalog
 
 __all__ = [
     "ActionSpace", "Box", "Budget", "DEFAULT_BUDGETS", "Discrete", "Task", "TaskState", "Transition",

@@ -18,6 +18,7 @@ import numpy as np
 
 from limen_jax.catalog import Catalog
 from limen_jax.llm.mutator import MutationRequest, MutationResponse  # noqa: I001
+from limen_jax.modes import REQUIRED
 
 GENOME_TAG = "# limen-genome:"
 _GENOME_RE = re.compile(r"^# limen-genome: (\{.*\})\s*$", re.MULTILINE)
@@ -45,13 +46,13 @@ def render(catalog: Catalog, genome: Genome, mode: str = "full") -> str:
     terms = [(t, float(genome["terms"][t.name])) for t in catalog.terms if t.name in genome["terms"]]
     lines = ["import jax", "import jax.numpy as jnp", "", f"{GENOME_TAG} {json.dumps(genome, sort_keys=True)}", ""]
     lines.append(catalog.prelude.rstrip())
-    if mode in ("full", "obs_only"):
+    if "get_observation" in REQUIRED[mode]:
         lines += ["", "", "def get_observation(state):"]
         for f in features:
             lines.append(textwrap.indent(f"# {f.name}\n{f.code}", "    "))
         parts = ", ".join(f"jnp.ravel(f_{f.name})" for f in features)
         lines.append(f"    return jnp.concatenate([{parts}]).astype(jnp.float32)")
-    if mode in ("full", "reward_only"):
+    if "compute_reward" in REQUIRED[mode]:
         lines += ["", "", "def compute_reward(state, action, next_state):"]
         for t, _ in terms:
             lines.append(textwrap.indent(f"# {t.name}\n{t.code}", "    "))

@@ -19,11 +19,7 @@ archive's contents.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import re
 from collections.abc import Sequence
-from importlib import resources
-from string import Template
 from typing import Literal, Protocol
 
 import numpy as np
@@ -31,20 +27,15 @@ import numpy as np
 from limen_jax.archive.store import ProgramRecord
 from limen_jax.llm.feedback import FEEDBACK_KEYS, training_feedback
 from limen_jax.llm.mutator import MODES
+from limen_jax.llm.templates import load_template, render
+from limen_jax.modes import REQUIRED, SIGNATURES
 
 SECTIONS: tuple[str, ...] = ("top_programs", "diverse_programs", "failures", "training_feedback")
 Bracket = Literal["low", "mid", "high"]
 
-# Which functions each mode asks for; the wording for each part lives in the *_observation.md
-# and *_reward.md files.
-_PARTS: dict[str, tuple[str, ...]] = {
-    "full": ("observation", "reward"),
-    "obs_only": ("observation",),
-    "reward_only": ("reward",),
-}
-_SIGNATURES = {"observation": "get_observation(state)", "reward": "compute_reward(state, action, next_state)"}
-# Marks an omitted optional block so that the blank lines around it can be folded.
-_EMPTY = "\x00"
+# The wording for each function a mode asks for (limen_jax.modes.REQUIRED) lives in the
+# *_observation.md and *_reward.md files.
+_PART = {"get_observation": "observation", "compute_reward": "reward"}
 
 
 class TaskInfo(Protocol):
@@ -95,27 +86,6 @@ class Prompt:
 
 
 # --- templates ----------------------------------------------------------------------------
-
-
-@functools.cache
-def load_template(name: str) -> str:
-    """The text of ``prompts/<name>.md`` (packaged data, read once)."""
-    path = resources.files("limen_jax.llm").joinpath("prompts", f"{name}.md")
-    if not path.is_file():
-        raise FileNotFoundError(f"no prompt template {name!r} ({path})")
-    return path.read_text(encoding="utf-8")
-
-
-def template_names() -> list[str]:
-    folder = resources.files("limen_jax.llm").joinpath("prompts")
-    return sorted(p.name[:-3] for p in folder.iterdir() if p.name.endswith(".md"))
-
-
-def render(name: str, **values: str) -> str:
-    """Fill a template; a missing value is an error. Empty values drop their paragraph."""
-    filled = {k: (v if v.strip() else _EMPTY) for k, v in values.items()}
-    text = Template(load_template(name)).substitute(filled)
-    return re.sub(r"\n*\x00\n*", "\n\n", text).strip()
 
 
 # --- formatting -----------------------------------------------------------------------------
@@ -206,7 +176,7 @@ def budget_text(steps: int, seeds: int) -> str:
 def _check_mode(mode: str) -> tuple[str, ...]:
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
-    return _PARTS[mode]
+    return tuple(_PART[f] for f in REQUIRED[mode])
 
 
 def build_system(mode: str = "full") -> str:
@@ -222,7 +192,7 @@ def build_system(mode: str = "full") -> str:
 
 
 def _functions(parts: tuple[str, ...]) -> str:
-    return " and ".join(_SIGNATURES[p] for p in parts)
+    return " and ".join(SIGNATURES[f] for p in parts for f, part in _PART.items() if part == p)
 
 
 def _constraints(parts: tuple[str, ...]) -> str:

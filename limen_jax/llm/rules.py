@@ -13,7 +13,7 @@ import functools
 @functools.cache
 def checker_rules(max_obs_dim: int = 512, max_work_vs_step: float = 100.0) -> str:
     """Markdown bullet lines: allowed imports, forbidden constructs and names, limits."""
-    from limen_jax.llm.prompts import render
+    from limen_jax.llm.templates import render
     from limen_jax.program import names, policy
 
     imports = ", ".join(f"`{m}`" for m in sorted(names.ALLOWED_MODULES))

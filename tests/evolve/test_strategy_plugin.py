@@ -34,7 +34,8 @@ def dist_info(root: Path) -> Path:
     info = root / "limen_plan-0.1.0.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: limen-plan\nVersion: 0.1.0\n")
-    (info / "entry_points.txt").write_text("[limen_jax.strategies]\nplan_then_mutate = plan_then_mutate:PlanThenMutate\n")
+    entry = "[limen_jax.strategies]\nplan_then_mutate = plan_then_mutate:PlanThenMutate\n"
+    (info / "entry_points.txt").write_text(entry)
     return root
 
 
