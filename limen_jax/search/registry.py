@@ -51,10 +51,10 @@ def check_options(name: str, options: dict[str, Any]) -> Any:
     """``options`` as the strategy's ``Options`` instance; ValueError naming what is wrong."""
     cls = strategy_class(name)
     opts_cls: Any = getattr(cls, "Options", None)
-    if not isinstance(opts_cls, type) or not dataclasses.is_dataclass(opts_cls):
+    if not isinstance(opts_cls, type) or not dataclasses.is_dataclass(opts_cls) or not dataclasses.fields(opts_cls):
         if options:
             raise ValueError(f"search.options: strategy {name!r} takes no options, got {sorted(options)}")
-        return None
+        return opts_cls() if isinstance(opts_cls, type) and dataclasses.is_dataclass(opts_cls) else None
     known = {f.name for f in dataclasses.fields(opts_cls)}
     unknown = set(options) - known
     if unknown:

@@ -12,6 +12,7 @@ import json
 import threading
 import types
 
+import jax
 import numpy as np
 import pytest
 from toy_task import ToyCorridor
@@ -200,8 +201,8 @@ def test_a_checker_fault_costs_one_candidate_and_is_never_shown_to_the_llm(fake_
 def test_an_engine_error_in_training_stops_resumably(tmp_path, monkeypatch):
     import limen_jax.rl as rl
 
-    def oom(task, interfaces, **kw):
-        raise RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 9.1GiB")
+    def oom(task, interfaces, **kw):  # what XLA raises when an allocation fails
+        raise jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 9.1GiB")
 
     monkeypatch.setattr(rl, "run_cascade", oom)
     run = lj.evolve("toy_corridor", config(), run_dir=tmp_path / "e", verbose=False)

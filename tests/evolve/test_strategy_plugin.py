@@ -84,6 +84,14 @@ def test_a_plugin_strategy_runs_from_the_cli_survives_kill_9_and_matches_the_obj
             r.code, r.success_per_seed, r.parent_ids, r.evaluations)
     assert final["strategy"] == strategy.to_dict()
 
+    # text requests are recorded like programs: a replay from the cache is the same run, at no cost
+    replay = PlanThenMutate(PlanThenMutate.Options(k=1, retrain_seeds=2))
+    again = lj.evolve("toy_corridor", {**CONFIG, "llm": {"mutator": "replay", "replay_from": str(run_dir)}},
+                      run_dir=tmp_path / "replay", strategy=replay, verbose=False)
+    assert [(r.id, r.code, r.success_per_seed, r.evaluations) for r in again.records] == [
+        (r.id, r.code, r.success_per_seed, r.evaluations) for r in same.records]
+    assert replay.to_dict() == strategy.to_dict()
+
     # what it asked: a plan (text), programs with the plan in their prompts, a retrain of each new best
     log = events(run_dir)
     plan = [e for e in log if e["event"] == "prompt" and e.get("kind") == "text"]
