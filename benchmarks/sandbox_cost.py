@@ -75,7 +75,7 @@ def kernel_seconds(iface: Interface, sample, repeats: int = 30) -> float:  # typ
 
 def startup_seconds(modules: list[str], repeats: int) -> float:
     """Median wall seconds of a fresh interpreter importing ``modules``."""
-    code = "import importlib\nfor m in %r: importlib.import_module(m)" % (modules,)
+    code = f"import importlib\nfor m in {modules!r}: importlib.import_module(m)"
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
