@@ -239,7 +239,8 @@ def _default_child(request: ProgramRequest, task: Any) -> Child:
 
     iface = default_interface(task)
     record = ProgramRecord(id=request.id, code=DEFAULT_CODE, iteration=request.iteration, island=request.island,
-                           obs_dim=iface.obs_dim, reward_ast_size=0, metadata={"mutator": "none (sparse baseline)"})
+                           obs_dim=iface.obs_dim, reward_ast_size=0,
+                           metadata={"mutator": "none (sparse baseline)", "source": "default"})
     return Child(request, record, iface)
 
 

@@ -39,6 +39,7 @@ from limen_jax.search.requests import (
     Outcome,
     ProgramRequest,
     Request,
+    TextRequest,
     request_from_dict,
     request_to_dict,
 )
@@ -279,17 +280,18 @@ class Loop:
         if asked:
             self._compile_ahead_placeholders(asked)
         self._say(f"limen_jax: {self.task.name}, mode {self.mode}, strategy {self.strategy.name}, "
-                  f"{self.iterations + 1} generations, mutator {self._named_mutator()}, "
+                  f"{self.iterations + 1} generations, mutator {self._named_mutator(requests)}, "
                   f"pipeline {'on' if self.pipeline else 'off'}, run dir {self.rd.path}")
         return self._prepare(it, requests)
 
-    def _named_mutator(self) -> str:
-        """The mutator's name for the start line, without building one for a run that
-        needs none."""
+    def _named_mutator(self, requests: list[Request]) -> str:
+        """The mutator's name for the start line, without building one for a batch that
+        asks the LLM nothing."""
+        if not any(isinstance(r, TextRequest) or (isinstance(r, ProgramRequest) and r.source == "llm")
+                   for r in requests):
+            return "none"
         if self._mutator is not None:
             return getattr(self._mutator, "name", "custom")
-        if self.mode == "sparse":
-            return "none (sparse baseline)"
         from limen_jax.llm.factory import resolve_mutator
 
         return resolve_mutator(self.config.llm.mutator)
@@ -366,7 +368,7 @@ class Loop:
             from limen_jax.program import compile_interface
 
             kwargs = {"limits": self.limits} if self.limits is not None else {}
-            if record.metadata.get("mutator") == "none (sparse baseline)":
+            if record.metadata.get("source") == "default":
                 from limen_jax.interface import default_interface
 
                 self._interfaces[record.id] = default_interface(self.task)

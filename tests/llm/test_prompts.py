@@ -11,10 +11,9 @@ from limen_jax.llm.prompts import (
     PromptConfig,
     build_prompt,
     build_system,
-    load_template,
     performance_bracket,
-    template_names,
 )
+from limen_jax.llm.templates import load_template, template_names
 
 ALL = PromptConfig(section_prob=1.0)
 HEADINGS = {
