@@ -61,8 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     success = float(log.success.mean())
     terms = dict(zip(iface.reward_terms, log.episode_terms.mean(0).tolist(), strict=True))
     seconds = time.perf_counter() - start
+    returns, length = float(log.returns.mean()), float(log.length.mean())
     print(f"{args.program_id} seed {policy.metadata['seed']} on {task.name}: success {success:.3f} over "
-          f"{args.episodes} episodes; return {float(log.returns.mean()):.4g}, length {float(log.length.mean()):.1f}")  # fmt: skip
+          f"{args.episodes} episodes; return {returns:.4g}, length {length:.1f}")  # fmt: skip
     for name, value in terms.items():
         print(f"term {name}: {value:.4g} per episode")
     if args.frames is not None:
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{seconds:.1f} s (load, check, compile, roll out)")
     if args.json:
         print(json.dumps({"program_id": args.program_id, "seed": policy.metadata["seed"], "task": task.name,
-                          "episodes": args.episodes, "success": success, "return": float(log.returns.mean()),
+                          "episodes": args.episodes, "success": success, "return": returns,
                           "terms": terms, "seconds": round(seconds, 3)}))  # fmt: skip
     return 0
 
