@@ -167,7 +167,8 @@ def _save(args: argparse.Namespace, task: Any, iface: Any, result: Any) -> None:
     mode = "sparse" if args.default else args.mode
     start = time.perf_counter()
     for policy in result.policies[0]:
-        meta = {**policy.metadata, "program_id": name, "mode": mode}
+        # the task as named here (a registered name or package.module:Class), for rollout's make()
+        meta = {**policy.metadata, "task": args.task, "program_id": name, "mode": mode}
         save_policy(policy_dir(args.save_policy, name, meta["seed"]), policy.params, policy.obs_stats, meta)
     if mode != "sparse":
         (args.save_policy / "programs").mkdir(parents=True, exist_ok=True)
