@@ -3,6 +3,8 @@ observation sizes and reward weights, standing in for an LLM's candidates."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 
@@ -105,6 +107,23 @@ def family(task: Task, k: int) -> list[Interface]:
 def evolved_size(task: Task) -> Interface:
     """About 150 features (17 + 81 + 49), the size evolved programs tend to reach."""
     return candidate(task, ("compact", "pos", "view"), 0.1, 0.0, name="evolved_size_147")
+
+
+def evolved_size_terms(task: Task) -> Interface:
+    """:func:`evolved_size` with its reward as three named terms (goal, shaping, step
+    cost): the same reward, summed by the engine, each term logged by the trainer."""
+    base = evolved_size(task)
+
+    def terms(state, action, next_state):
+        got = (next_state.agent.pocket[0] == PYRAMID) & (next_state.agent.pocket[1] == BLUE)
+        pyr = _locate(state.grid, PYRAMID, BLUE)
+        before = jnp.abs(pyr - state.agent.position).sum()
+        after = jnp.abs(pyr - next_state.agent.position).sum()
+        shaped = jnp.where(got, 0.0, 0.1 * (before - after).astype(jnp.float32))
+        return jnp.stack([10.0 * got, shaped, jnp.zeros(())]).astype(jnp.float32)
+
+    return dataclasses.replace(base, name="evolved_size_147_terms", reward_terms=("goal", "shaping", "step_cost"),
+                               terms=terms, reward=lambda s, a, s2: terms(s, a, s2).sum())  # fmt: skip
 
 
 def family_with(task: Task, k: int, salt: float) -> list[Interface]:

@@ -30,6 +30,7 @@ from limen_envs.mujoco_common import (
     completed,
     patch_mjx_tree_scan,
     quat_to_yaw,
+    render_frame,
     sensor_slice,
     use_offline_menagerie,
 )
@@ -150,6 +151,9 @@ class Go1Push(Task):
         self._data0 = _home_data(m)
 
     # --- dynamics ---------------------------------------------------------------------
+
+    def render(self, sim: Any) -> Any:
+        return render_frame(self.mj_model, sim)
 
     def reset(self, key: jax.Array) -> TaskState:
         data = self._data0

@@ -11,6 +11,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from limen_jax.adapters.mjx_support import menagerie_path, patch_mjx_tree_scan, use_offline_menagerie
@@ -64,3 +65,24 @@ def sensor_slice(mj_model: Any, name: str) -> slice:
     sid = mj_model.sensor(name).id
     adr = int(mj_model.sensor_adr[sid])
     return slice(adr, adr + int(mj_model.sensor_dim[sid]))
+
+
+def render_frame(mj_model: Any, sim: MjxSim, height: int = 240, width: int = 320) -> np.ndarray:
+    """An RGB frame (uint8[height, width, 3]) of one simulator state, MuJoCo's offscreen
+    renderer. It needs an OpenGL backend (MUJOCO_GL=egl or osmesa); without one this
+    raises NotImplementedError saying so."""
+    import mujoco
+
+    data = mujoco.MjData(mj_model)
+    data.qpos[:] = np.asarray(sim.data.qpos)
+    data.qvel[:] = np.asarray(sim.data.qvel)
+    mujoco.mj_forward(mj_model, data)
+    try:
+        renderer = mujoco.Renderer(mj_model, height, width)
+    except Exception as exc:  # no GL context: the message is the backend's own
+        raise NotImplementedError(
+            f"MuJoCo offscreen rendering needs an OpenGL backend (set MUJOCO_GL=egl or osmesa): {exc}"
+        ) from None
+    with renderer:
+        renderer.update_scene(data)
+        return np.asarray(renderer.render())

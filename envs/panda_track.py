@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import mujoco
 from limen_envs import panda_catalog
-from limen_envs.mujoco_common import ASSETS_DIR, MjxSim, completed, patch_mjx_tree_scan
+from limen_envs.mujoco_common import ASSETS_DIR, MjxSim, completed, patch_mjx_tree_scan, render_frame
 from limen_envs.presets import MUJOCO_CPU, PANDA_PAPER, TINY_CPU, paper_budget
 from mujoco import mjx
 
@@ -161,6 +161,9 @@ class PandaTrack(Task):
         ).astype(jnp.float32)
 
     # --- dynamics ---------------------------------------------------------------------
+
+    def render(self, sim: Any) -> Any:
+        return render_frame(self.mj_model, sim)
 
     def reset(self, key: jax.Array) -> TaskState:
         k_traj, k_rng = jax.random.split(key)

@@ -18,6 +18,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from limen_envs import xland_catalog
 from limen_envs.presets import XLAND_CPU, XLAND_PAPER, cpu_budget, paper_budget
 from xminigrid.core.actions import take_action
@@ -155,6 +156,12 @@ class XLandTask(Task):
             jax.nn.one_hot(sim.agent.pocket[1], NUM_COLORS),
         ]
         return jnp.concatenate(parts).astype(jnp.float32)
+
+    def render(self, sim: Any) -> Any:
+        """The whole grid and the agent, xminigrid's RGB renderer (32 px tiles)."""
+        from xminigrid.rendering.rgb_render import render
+
+        return render(np.asarray(sim.grid), jax.tree.map(np.asarray, sim.agent), VIEW_SIZE, 32)
 
     def sparse_reward(self, sim: Any, action: jax.Array, next_sim: Any) -> jax.Array:
         return self._goal_reached(next_sim, action).astype(jnp.float32)

@@ -1,7 +1,10 @@
 """An interface I = (φ, R): what the agent observes and how it is rewarded.
 
 ``observe(sim) -> float32[obs_dim]`` and ``reward(sim, action, next_sim) -> float32[]``
-are pure JAX functions of the task's raw simulator state. Interfaces built from
+are pure JAX functions of the task's raw simulator state. A program whose
+``compute_reward`` returns a dict of named scalar terms also has
+``terms(sim, action, next_sim) -> float32[len(reward_terms)]`` (the terms in
+``reward_terms`` order, names sorted) and its ``reward`` is their sum. Interfaces built from
 untrusted source come from :func:`limen_jax.program.compile_interface`, which validates
 them; :func:`default_interface` gives the task's own baseline (raw observation, sparse
 reward), and :func:`mix` builds the obs-only / reward-only ablations.
@@ -22,6 +25,10 @@ if TYPE_CHECKING:
 ObserveFn = Callable[[Any], jax.Array]
 RewardFn = Callable[[Any, jax.Array, Any], jax.Array]
 
+# The most named terms a reward may return. Fixed, not per batch: the trainer logs terms
+# in this many slots, so every batch of term programs shares one compiled trainer.
+MAX_REWARD_TERMS = 8
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Interface:
@@ -37,6 +44,11 @@ class Interface:
         ``observe`` / ``reward`` call, for interfaces checked from untrusted source
         (b"" otherwise); what a run directory stores and a cluster worker receives
         (:func:`limen_jax.program.interface_from_artifacts` rebuilds the Interface).
+        A term program's reward artifact returns its terms, float32[b, M].
+    reward_terms: the names of the reward's terms, sorted (at most
+        :data:`MAX_REWARD_TERMS`); () for a scalar reward.
+    terms: (sim, action, next_sim) -> float32[len(reward_terms)], the terms in that
+        order (``reward`` is their sum); None for a scalar reward.
     """
 
     observe: ObserveFn
@@ -47,6 +59,8 @@ class Interface:
     name: str = "interface"
     obs_artifact: bytes = dataclasses.field(default=b"", repr=False)
     reward_artifact: bytes = dataclasses.field(default=b"", repr=False)
+    reward_terms: tuple[str, ...] = ()
+    terms: RewardFn | None = dataclasses.field(default=None, repr=False)
 
     @property
     def descriptors(self) -> tuple[int, int]:
@@ -98,7 +112,9 @@ def mix(task: Task, candidate: Interface, mode: str) -> Interface:
     if mode == "sparse":
         return base
     if mode == "obs_only":
-        return dataclasses.replace(candidate, reward=base.reward, reward_ast_size=0, reward_artifact=b"")
+        return dataclasses.replace(
+            candidate, reward=base.reward, reward_ast_size=0, reward_artifact=b"", reward_terms=(), terms=None
+        )
     if mode == "reward_only":
         return dataclasses.replace(candidate, observe=base.observe, obs_dim=base.obs_dim, obs_artifact=b"")
     raise ValueError(f"unknown mode {mode!r}; expected full, obs_only, reward_only or sparse")

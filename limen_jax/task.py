@@ -198,6 +198,12 @@ class Task(abc.ABC):
         """Features and reward terms for the offline mutator; None if the task has none."""
         return None
 
+    def render(self, sim: PyTree) -> Any:
+        """One frame of one (unbatched) simulator state, an RGB ``uint8[H, W, 3]`` numpy
+        array, on the host (``python -m limen_jax.rollout --frames``). Raises
+        NotImplementedError, saying why, when the task cannot render (the default)."""
+        raise NotImplementedError(f"task {self.name!r} does not render frames")
+
     def scripted_action(self, policy: jax.Array, t: jax.Array) -> jax.Array:
         """The action scripted policy ``policy`` (int32[], any value) takes at step ``t``
         (int32[], counted from the start of the rollout); an action of the action space.

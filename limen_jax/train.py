@@ -3,9 +3,17 @@
     python -m limen_jax.train --task xland_easy --interface best_interface.py --seeds 10 --steps 2000000
     python -m limen_jax.train --task xland_easy --default --seeds 3 --steps 500000 --json
     python -m limen_jax.train --task go1_push --interface mine.py --perturb push_force=2.0
+    python -m limen_jax.train --task xland_easy --interface mine.py --save-policy out/
+    python -m limen_jax.rollout out/ mine
 
 All seeds train in one compiled call (limen_jax.rl). ``--json`` prints one JSON object
-as the last line: {"task", "success_mean", "success_per_seed", "steps", "wall_s", ...}.
+as the last line: {"task", "success_mean", "success_per_seed", "steps", "wall_s", ...};
+for a reward of named terms also "eval_terms" (each term's mean sum per evaluation
+episode) and "term_curves" (each term's sum per episode, one value per update, the mean
+over seeds; null where no episode ended). ``--save-policy DIR`` keeps every seed's
+trained policy as a run directory does: ``DIR/policies/<name>/seed<k>/`` (orbax) and the
+program as ``DIR/programs/<name>.py``, where <name> is the program file's stem
+("default" for ``--default``), for ``python -m limen_jax.rollout DIR <name>``.
 """
 
 from __future__ import annotations
@@ -13,8 +21,11 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import math
 import pathlib
+import re
 import sys
+import time
 from typing import Any
 
 
@@ -36,6 +47,8 @@ def _parser() -> argparse.ArgumentParser:
                         "compiling); auto: fused for long runs")  # fmt: skip
     p.add_argument("--perturb", nargs="*", default=[], metavar="KEY=VALUE", help="task parameter overrides")
     p.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    p.add_argument("--save-policy", type=pathlib.Path, default=None, metavar="DIR",
+                   help="save each seed's policy under DIR (for python -m limen_jax.rollout DIR NAME)")  # fmt: skip
     return p
 
 
@@ -56,8 +69,19 @@ def _literal(value: str) -> Any:
         return value
 
 
+def _policy_name(args: argparse.Namespace) -> str:
+    """The program's name in a --save-policy directory: its file's stem, made safe."""
+    if args.default or args.mode == "sparse":
+        return "default"
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", args.interface.stem).lstrip(".")
+    return name or "program"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.save_policy is not None and args.save_policy.exists() and not args.save_policy.is_dir():
+        print(f"--save-policy: {args.save_policy} exists and is not a directory", file=sys.stderr)
+        return 2
     # heavy imports after argument parsing, so --help is instant
     from limen_jax.interface import default_interface
     from limen_jax.rl import PPOConfig, train_batch
@@ -91,12 +115,18 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{task.name} ({', '.join(f'{k}={v:g}' for k, v in perturb.items())})" if perturb else task.name
         print(f"training {iface.name} on {where}: obs_dim {iface.obs_dim}, {len(seeds)} seeds x "
               f"{args.steps:,} steps ({args.preset} preset)", flush=True)  # fmt: skip
-    result = train_batch(task, [iface], seeds=seeds, total_steps=args.steps, config=config, rollout=args.rollout)
+    result = train_batch(task, [iface], seeds=seeds, total_steps=args.steps, config=config, rollout=args.rollout,
+                         return_policies=args.save_policy is not None)  # fmt: skip
     per_seed = [float(x) for x in result.success[0]]
     for seed, success in zip(seeds, per_seed, strict=True):
         print(f"seed {seed}: success {success:.3f}")
     print(f"mean success {result.success_mean[0]:.3f} over {len(seeds)} seeds; {result.steps:,} steps per seed; "
           f"{result.wall_s:.1f} s ({result.compile_s:.1f} s compiling)")  # fmt: skip
+    eval_terms = {n: float(v.mean()) for n, v in result.eval_terms_of(0).items()}
+    for name, value in eval_terms.items():
+        print(f"term {name}: {value:.4g} per evaluation episode")
+    if args.save_policy is not None:
+        _save(args, task, iface, result)
     if args.json:
         record = {
             "task": task.name,
@@ -110,8 +140,41 @@ def main(argv: list[str] | None = None) -> int:
             "wall_s": round(result.wall_s, 3),
             "compile_s": round(result.compile_s, 3),
         }
+        if eval_terms:
+            record["eval_terms"] = eval_terms
+            record["term_curves"] = {
+                n[len("reward/") :]: _seed_mean(c) for n, c in result.curves_of(0).items() if n.startswith("reward/")
+            }
         print(json.dumps(record))
     return 0
+
+
+def _seed_mean(curve: Any) -> list[float | None]:
+    """(S, U) -> the mean over seeds per update, None where no seed has a value."""
+    out: list[float | None] = []
+    for column in curve.T:
+        finite = [float(x) for x in column if math.isfinite(x)]
+        out.append(round(sum(finite) / len(finite), 5) if finite else None)
+    return out
+
+
+def _save(args: argparse.Namespace, task: Any, iface: Any, result: Any) -> None:
+    """Each seed's policy under ``--save-policy`` DIR, and the program beside them."""
+    from limen_jax.policies import policy_dir, save_policy
+    from limen_jax.rundir import write_text_atomic
+
+    name = _policy_name(args)
+    mode = "sparse" if args.default else args.mode
+    start = time.perf_counter()
+    for policy in result.policies[0]:
+        # the task as named here (a registered name or package.module:Class), for rollout's make()
+        meta = {**policy.metadata, "task": args.task, "program_id": name, "mode": mode}
+        save_policy(policy_dir(args.save_policy, name, meta["seed"]), policy.params, policy.obs_stats, meta)
+    if mode != "sparse":
+        (args.save_policy / "programs").mkdir(parents=True, exist_ok=True)
+        write_text_atomic(args.save_policy / "programs" / f"{name}.py", iface.source)
+    print(f"saved {len(result.policies[0])} policies in {time.perf_counter() - start:.2f} s: "
+          f"python -m limen_jax.rollout {args.save_policy} {name}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -36,8 +36,9 @@ class ProgramRecord:
     success_per_seed: success rate of the trained policy, one entry per training seed.
     success: mean of ``success_per_seed``; None when never trained.
     final_return: mean episode return (under the evolved reward) at the end of training.
-    curves: learning curves averaged over seeds, by name (e.g. "success", "return"),
-        each a list of floats over training progress.
+    curves: learning curves averaged over seeds, by name (e.g. "success", "return"; a
+        dict reward adds "reward/<term>", the term's sum per episode), each a list of
+        floats over training progress.
     feedback: derived training feedback (trend, spread, plateau) shown to the LLM.
     error: None, or {"stage": ..., "message": ..., "trace": ...} when the candidate
         failed extraction, validation, compilation or training.
@@ -47,6 +48,8 @@ class ProgramRecord:
     evaluations: scores by other evaluation kinds than the fitness, by kind (e.g.
         "retrain": {"success": ..., "success_per_seed": [...], "seeds": [...], ...}).
     metadata: anything else worth keeping (mutator name, tokens, cost, timings, ...).
+    eval_terms: a dict reward's terms, each one's mean sum per episode in the final
+        evaluation (mean over seeds), by name; {} for a scalar reward.
     """
 
     id: str
@@ -66,6 +69,7 @@ class ProgramRecord:
     thought: str = ""
     evaluations: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+    eval_terms: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:

@@ -25,7 +25,7 @@ from typing import Literal, Protocol
 import numpy as np
 
 from limen_jax.archive.store import ProgramRecord
-from limen_jax.llm.feedback import FEEDBACK_KEYS, training_feedback
+from limen_jax.llm.feedback import FEEDBACK_KEYS, reward_terms_text, training_feedback
 from limen_jax.llm.mutator import MODES
 from limen_jax.llm.templates import load_template, render
 from limen_jax.modes import REQUIRED, SIGNATURES
@@ -159,10 +159,13 @@ def performance_bracket(success: float | None, config: PromptConfig = PromptConf
 
 def parent_feedback(parent: ProgramRecord) -> dict[str, str] | None:
     """The parent's training feedback: ``parent.feedback`` if it holds the three sentences
-    (trend, per_seed, plateau as strings), else computed from its curves."""
+    (trend, per_seed, plateau as strings), else computed from its curves; with "terms",
+    its reward terms' curves (10 points, max / mean / min; "" for a scalar reward)."""
     if all(isinstance(parent.feedback.get(k), str) for k in FEEDBACK_KEYS):
-        return {k: str(parent.feedback[k]) for k in FEEDBACK_KEYS}
-    return training_feedback(parent)
+        out: dict[str, str] | None = {k: str(parent.feedback[k]) for k in FEEDBACK_KEYS}
+    else:
+        out = training_feedback(parent)
+    return None if out is None else {**out, "terms": reward_terms_text(parent)}
 
 
 # --- prompts --------------------------------------------------------------------------------

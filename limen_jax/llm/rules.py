@@ -13,6 +13,7 @@ import functools
 @functools.cache
 def checker_rules(max_obs_dim: int = 512, max_work_vs_step: float = 100.0) -> str:
     """Markdown bullet lines: allowed imports, forbidden constructs and names, limits."""
+    from limen_jax.interface import MAX_REWARD_TERMS
     from limen_jax.llm.templates import render
     from limen_jax.program import names, policy
 
@@ -28,4 +29,5 @@ def checker_rules(max_obs_dim: int = 512, max_work_vs_step: float = 100.0) -> st
         max_chars=f"{policy.MAX_SOURCE_CHARS:,}",
         max_obs_dim=str(max_obs_dim),
         max_work=f"{max_work_vs_step:g}",
+        max_terms=str(MAX_REWARD_TERMS),
     )

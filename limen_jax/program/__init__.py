@@ -2,7 +2,9 @@
 
 A program defines ``get_observation(state) -> float32[D]`` (1 <= D <= 512) and
 ``compute_reward(state, action, next_state) -> float32[]`` over the task's simulator
-state. :func:`compile_interface` hands the text to a sandboxed worker process (pool.py,
+state; ``compute_reward`` may instead return a dict of 1-8 named float32[] terms, whose
+sum is the reward (the Interface's ``reward_terms`` and ``terms``).
+:func:`compile_interface` hands the text to a sandboxed worker process (pool.py,
 isolation.py), which extracts the code, vets it (AST policy), runs it in a restricted
 namespace, traces each function once, exports it with ``jax.export`` and checks the
 exported artifact on real transitions, with time and size limits. Only data comes back:
@@ -29,12 +31,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from limen_jax.interface import Interface, default_interface, mix
+from limen_jax.interface import MAX_REWARD_TERMS, Interface, default_interface, mix
 from limen_jax.program import artifact
-from limen_jax.program.checks import Limits, check_sample, sample_for
+from limen_jax.program.checks import TERM_NAME, Limits, check_sample, sample_for
 from limen_jax.program.errors import STAGES, ProgramError
 from limen_jax.program.extract import extract_code
 from limen_jax.program.pool import SandboxError, Verdict, check_many
@@ -158,12 +160,20 @@ def interface_from_artifacts(
     source: str,
     name: str,
     mode: str = "full",
+    reward_terms: Sequence[str] = (),
 ) -> Interface:
     """An Interface from stored artifacts (e.g. a run directory or a cluster worker).
 
     sample: any batch of the task's transitions (only its structure is used).
+    reward_terms: the term names of a dict reward (sorted, as the checker reports them in
+    ``Interface.reward_terms``); its artifact returns float32[b, len(reward_terms)].
     Raises ProgramError("compile") when an artifact is malformed or does not fit the task.
     """
+    reward_terms = tuple(reward_terms)
+    if len(reward_terms) > MAX_REWARD_TERMS or list(reward_terms) != sorted(set(reward_terms)) or not all(
+        isinstance(t, str) and TERM_NAME.fullmatch(t) for t in reward_terms
+    ):
+        raise ProgramError("compile", "the reward's term names are malformed.")
     sim_specs = artifact.leaf_specs(sample.sim)
     reward_specs = artifact.leaf_specs((sample.sim, sample.action, sample.next_sim))
     base = default_interface(task) if mode != "full" else None
@@ -173,7 +183,12 @@ def interface_from_artifacts(
         observe, obs_dim = base.observe, base.obs_dim
     else:
         raise ProgramError("compile", "the observation artifact is missing.")
-    if reward is not None:
+    terms_fn = None
+    if reward is not None and reward_terms:
+        exported = artifact.load(reward, reward_specs, (len(reward_terms),))
+        terms_fn = artifact.unbatched(artifact.batched_call(exported))
+        reward_fn = _summed(terms_fn)
+    elif reward is not None:
         reward_fn = artifact.unbatched(artifact.batched_call(artifact.load(reward, reward_specs, ())))
     elif base is not None:
         reward_fn = base.reward
@@ -188,8 +203,19 @@ def interface_from_artifacts(
         name=name,
         obs_artifact=obs or b"",
         reward_artifact=reward or b"",
+        reward_terms=reward_terms if terms_fn is not None else (),
+        terms=terms_fn,
     )
     return mix(task, candidate, mode)
+
+
+def _summed(terms: Callable[..., Any]) -> Callable[..., Any]:
+    """The reward of a dict program: the sum of its (guarded) terms."""
+
+    def reward(*args: Any) -> Any:
+        return terms(*args).sum()
+
+    return reward
 
 
 def _interface(verdict: Verdict, task: Task, mode: str, name: str, sample: Transition) -> Interface:
@@ -197,7 +223,13 @@ def _interface(verdict: Verdict, task: Task, mode: str, name: str, sample: Trans
     obs_dim = reply.get("obs_dim")
     code = reply.get("code")
     size = reply.get("reward_ast_size")
-    if not isinstance(code, str) or not isinstance(size, int) or not (obs_dim is None or isinstance(obs_dim, int)):
+    terms = reply.get("reward_terms", [])
+    if (
+        not isinstance(code, str)
+        or not isinstance(size, int)
+        or not (obs_dim is None or isinstance(obs_dim, int))
+        or not isinstance(terms, list)
+    ):
         raise ProgramError("exec", "the checker's worker returned a malformed answer for this program.")
     return interface_from_artifacts(
         task,
@@ -209,6 +241,7 @@ def _interface(verdict: Verdict, task: Task, mode: str, name: str, sample: Trans
         source=code,
         name=name,
         mode=mode,
+        reward_terms=terms if mode != "obs_only" else (),
     )
 
 

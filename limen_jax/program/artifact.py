@@ -2,8 +2,9 @@
 
 The worker traces a program once to closed jaxprs (checks.py) and exports each as a
 function of the *flattened* state, batched: ``observe(*leaves[b, ...]) -> float32[b, D]``
-and ``reward(*sim[b, ...], action[b, ...], *next_sim[b, ...]) -> float32[b]``, its raw
-values (the worker checks those for finiteness). PRNG key leaves travel as their raw
+and ``reward(*sim[b, ...], action[b, ...], *next_sim[b, ...]) -> float32[b]``, or
+``float32[b, M]`` for a reward of M named terms (sorted by name), its raw values (the
+worker checks those for finiteness). PRNG key leaves travel as their raw
 ``uint32`` key data. The engine's wrapper (:func:`unbatched`) replaces non-finite
 values and bounds the rest (NaN -> 0, values clipped to +-1e6) for states outside the
 checked sample. The engine deserialises the bytes (:func:`load`), verifies
@@ -63,14 +64,14 @@ def from_data(leaves: Sequence[Any], specs: Sequence[dict[str, Any]]) -> list[An
 def export_jaxpr(
     closed: Any, specs: Sequence[dict[str, Any]], post: Callable[[jax.Array], jax.Array], platforms: Sequence[str]
 ) -> bytes:
-    """Serialise ``post(closed(*leaves))`` vmapped over a symbolic batch dimension ``b``."""
+    """Serialise ``post(*closed(*leaves))`` vmapped over a symbolic batch dimension ``b``."""
     from jax.extend.core import jaxpr_as_fun
 
     fn = jaxpr_as_fun(closed)
 
     def batched(*data: jax.Array) -> jax.Array:
         def one(*leaves: jax.Array) -> jax.Array:
-            return post(fn(*leaves)[0])
+            return post(*fn(*leaves))
 
         return jax.vmap(one)(*from_data(data, specs))
 
@@ -89,6 +90,11 @@ def observation_post(obs_dim: int) -> Callable[[jax.Array], jax.Array]:
 
 def reward_post(out: jax.Array) -> jax.Array:
     return jnp.asarray(out, jnp.float32).reshape(())
+
+
+def terms_post(*outs: jax.Array) -> jax.Array:
+    """A dict reward's terms (the jaxpr's outputs, sorted by name) -> float32[M]."""
+    return jnp.stack([jnp.asarray(o, jnp.float32).reshape(()) for o in outs])
 
 
 # --- engine side ----------------------------------------------------------------------

@@ -10,12 +10,14 @@ next_state)``), in order, each failure a :class:`ProgramError`:
    most ``max_work_vs_step`` times the work of one environment step (within
    [``min_work_elements``, ``max_work_elements``]) per transition ("allocation", "policy");
 3. output shape and dtype: observation float32[D], 1 <= D <= ``max_obs_dim``; reward
-   float32[] ("shape", "dtype");
+   float32[], or a dict of 1 to :data:`~limen_jax.interface.MAX_REWARD_TERMS` named
+   float32[] terms whose names are identifiers of at most 32 characters ("shape", "dtype");
 4. the traced jaxprs are exported with ``jax.export`` (artifact.py); the serialised
    artifact, not the Python, is deserialised, compiled and run over the sample in
    threads with their own time limits ("compile", "timeout"), and its XLA cost
    analysis is held to a budget per transition ("allocation");
-5. values: finite ("nonfinite"); the reward not constant over the sample ("constant").
+5. values: finite, each term of a dict reward named in the message ("nonfinite"); the
+   reward (the terms' sum) not constant over the sample ("constant").
 
 The sample (:func:`check_sample`) holds transitions from short and full-length random
 rollouts and from scripted ones (scripted.py), which reach states random play does not.
@@ -28,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -36,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from limen_jax.interface import MAX_REWARD_TERMS
 from limen_jax.program.cost import check_cost, check_total, work_budget
 from limen_jax.program.deadline import Deadline, MemoryLimit, deadline
 from limen_jax.program.errors import ProgramError, exception_summary, program_trace
@@ -170,12 +174,15 @@ class Traced:
     ``(sim, action, next_sim)``), None when not part of the mode. obs_dim: the
     observation length (None when only the reward was traced). Everything after this
     point (export, checks, training) works from these jaxprs: the program's Python never
-    runs again, so what is checked is what trains.
+    runs again, so what is checked is what trains. reward_terms: the names of a dict
+    reward's terms, sorted, the order of the reward jaxpr's outputs (jax flattens a dict
+    by sorted key); () for a scalar reward.
     """
 
     observe: Any
     reward: Any
     obs_dim: int | None
+    reward_terms: tuple[str, ...] = ()
 
 
 def trace_functions(
@@ -196,6 +203,7 @@ def trace_functions(
     # a program per leaf, ~0.5 s of every check)
     one = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), sample)
     obs_jaxpr = reward_jaxpr = obs_dim = None
+    terms: tuple[str, ...] = ()
     work = 0.0
     if observe is not None:
         obs_jaxpr, out, cost = _trace_checked(source, "get_observation", observe, (one.sim,), limits)
@@ -205,22 +213,29 @@ def trace_functions(
         reward_jaxpr, out, cost = _trace_checked(
             source, "compute_reward", reward, (one.sim, one.action, one.next_sim), limits
         )
-        _check_reward_aval(out)
+        terms = _check_reward_terms(out) if isinstance(out, dict) else _check_reward_aval(out)
         work += cost
     budget = work_budget(step_work, limits.max_work_vs_step, limits.min_work_elements, limits.max_work_elements)
     check_total(work, step_work, budget)
-    return Traced(obs_jaxpr, reward_jaxpr, obs_dim)
+    return Traced(obs_jaxpr, reward_jaxpr, obs_dim, terms)
 
 
-def check_values(values: dict[str, np.ndarray]) -> None:
-    """Check 5 on the artifact's outputs over the sample ("obs" [N, D], "reward" [N])."""
+def check_values(values: dict[str, np.ndarray], reward_terms: tuple[str, ...] = ()) -> None:
+    """Check 5 on the artifact's outputs over the sample ("obs" [N, D], "reward" [N], or
+    [N, M] for the M ``reward_terms``)."""
     if "obs" in values:
         _check_finite(values["obs"], "get_observation", "sampled states")
         _check_range(values["obs"], "get_observation")
     if "reward" in values:
-        _check_finite(values["reward"], "compute_reward", "sampled transitions")
-        _check_range(values["reward"], "compute_reward")
-        _check_not_constant(values["reward"])
+        rewards = values["reward"]
+        if reward_terms:
+            for j, term in enumerate(reward_terms):
+                _check_finite(rewards[:, j], f"compute_reward` term `{term}", "sampled transitions")
+                _check_range(rewards[:, j], f"compute_reward` term `{term}")
+            rewards = rewards.sum(axis=1)
+        _check_finite(rewards, "compute_reward", "sampled transitions")
+        _check_range(rewards, "compute_reward")
+        _check_not_constant(rewards)
 
 
 # --- 1. tracing -----------------------------------------------------------------------
@@ -228,18 +243,19 @@ def check_values(values: dict[str, np.ndarray]) -> None:
 
 def _trace_checked(
     source: str, name: str, fn: Callable[..., Any], args: tuple[Any, ...], limits: Limits
-) -> tuple[Any, jax.ShapeDtypeStruct, float]:
+) -> tuple[Any, Any, float]:
     """Trace ``fn(*args)`` to a jaxpr within the deadline; check its cost; return it, its
-    output aval and its work (element operations per state)."""
+    output aval (for ``compute_reward`` possibly a dict of them) and its work (element
+    operations per state)."""
     try:
         with deadline(limits.trace_seconds, limits.max_memory_bytes):
             closed, out = jax.make_jaxpr(fn, return_shape=True)(*args)
     except BaseException as exc:  # every failure is the program's, mapped to a stage
         raise trace_error(exc, source, name, limits.trace_seconds) from None
     work = check_cost(closed, name, limits.max_intermediate_elements, limits.max_work_elements)
-    if not isinstance(out, jax.ShapeDtypeStruct):
+    if not isinstance(out, jax.ShapeDtypeStruct) and not (name == "compute_reward" and isinstance(out, dict)):
         kind = "None (missing `return`?)" if out is None else f"a {type(out).__name__}"
-        fix = "jnp.concatenate([...])" if name == "get_observation" else "a single jnp scalar"
+        fix = "jnp.concatenate([...])" if name == "get_observation" else "a single jnp scalar or a dict of them"
         raise ProgramError("shape", f"`{name}` must return one jnp array, but returned {kind}; combine with {fix}.")
     return closed, out, work
 
@@ -320,19 +336,52 @@ def _check_observation_aval(out: jax.ShapeDtypeStruct, limits: Limits) -> int:
     return int(dim)
 
 
-def _check_reward_aval(out: jax.ShapeDtypeStruct) -> None:
+def _check_reward_aval(out: jax.ShapeDtypeStruct, what: str = "`compute_reward` returned") -> tuple[str, ...]:
     shape = tuple(out.shape)
     if shape != ():
         fix = "index it with r[0]" if math.prod(shape) == 1 else "reduce it with jnp.sum(...)"
-        raise ProgramError(
-            "shape", f"`compute_reward` returned shape {shape}; it must return a scalar (shape ()): {fix}."
-        )
+        raise ProgramError("shape", f"{what} shape {shape}; it must be a scalar (shape ()): {fix}.")
     if out.dtype != jnp.float32:
         raise ProgramError(
             "dtype",
-            f"`compute_reward` returned dtype {out.dtype}; it must be float32: wrap it as "
+            f"{what} dtype {out.dtype}; it must be float32: wrap it as "
             "jnp.asarray(r, jnp.float32) or use .astype(jnp.float32).",
         )
+    return ()
+
+
+# Term names become curve names ("reward/<name>") and prompt text: short identifiers only.
+TERM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,31}")
+
+
+def _check_reward_terms(out: dict[Any, Any]) -> tuple[str, ...]:
+    """A dict reward: 1..MAX_REWARD_TERMS terms, identifier names, float32 scalars.
+    Returns the names sorted (the order jax flattens a dict in)."""
+    if type(out) is not dict:  # an OrderedDict flattens in insertion order, not sorted
+        raise ProgramError("shape", f"`compute_reward` returned a {type(out).__name__}; return a plain dict of terms.")
+    if not 1 <= len(out) <= MAX_REWARD_TERMS:
+        raise ProgramError(
+            "shape",
+            f"`compute_reward` returned a dict of {len(out)} terms; return between 1 and "
+            f"{MAX_REWARD_TERMS} named terms (merge small ones), or a single scalar.",
+        )
+    for name in out:
+        if not isinstance(name, str) or not TERM_NAME.fullmatch(name):
+            shown = ascii(name)[:40]  # untrusted text: escaped and cut
+            raise ProgramError(
+                "shape",
+                f"`compute_reward` returned a term named {shown}; term names must be identifiers "
+                "(letters, digits, _; not starting with a digit) of at most 32 characters.",
+            )
+    for name in sorted(out):
+        value = out[name]
+        if not isinstance(value, jax.ShapeDtypeStruct):
+            raise ProgramError(
+                "shape",
+                f"`compute_reward` term `{name}` is a {type(value).__name__}; each term must be one jnp scalar.",
+            )
+        _check_reward_aval(value, f"`compute_reward` term `{name}` has")
+    return tuple(sorted(out))
 
 
 # --- 4. compile and run ---------------------------------------------------------------

@@ -47,7 +47,7 @@ def time_programs(
         if not blobs:
             return 0.0
         header = {**base, "kind": "time", "artifacts": [k for k, _ in blobs], "obs_dim": int(iface.obs_dim),
-                  "repeats": REPEATS}  # fmt: skip
+                  "num_terms": len(getattr(iface, "reward_terms", ())), "repeats": REPEATS}  # fmt: skip
         try:
             verdict = run_worker(header, [*buffers, *(b for _, b in blobs)], limits, seconds)
         except ProgramError as err:
@@ -106,7 +106,8 @@ def time_artifacts(header: dict[str, Any], sample: Any, buffers: Sequence[bytes]
         exp = artifact.load(blobs["obs"], sim_specs, (int(header["obs_dim"]),))
         calls.append((exp, artifact.to_data(jax.tree.leaves(sample.sim))))
     if "reward" in blobs:
-        exp = artifact.load(blobs["reward"], reward_specs, ())
+        terms = int(header.get("num_terms", 0))  # a dict reward's artifact returns its M terms
+        exp = artifact.load(blobs["reward"], reward_specs, (terms,) if terms else ())
         calls.append((exp, artifact.to_data(jax.tree.leaves((sample.sim, sample.action, sample.next_sim)))))
     repeats = max(1, int(header.get("repeats", REPEATS)))
 

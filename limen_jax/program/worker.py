@@ -160,7 +160,8 @@ def _check(
             post = artifact.observation_post(obs_dim)
             blobs["obs"] = artifact.export_jaxpr(traced.observe, sim_specs, post, platforms)
         if traced.reward is not None:
-            blobs["reward"] = artifact.export_jaxpr(traced.reward, reward_specs, artifact.reward_post, platforms)
+            post = artifact.terms_post if traced.reward_terms else artifact.reward_post
+            blobs["reward"] = artifact.export_jaxpr(traced.reward, reward_specs, post, platforms)
 
     run_with_timeout(export_all, limits.compile_seconds, "exporting the program")
 
@@ -170,7 +171,7 @@ def _check(
         calls["obs"] = (artifact.load(blobs["obs"], sim_specs, (obs_dim,)), (sample.sim,))
     if "reward" in blobs:
         calls["reward"] = (
-            artifact.load(blobs["reward"], reward_specs, ()),
+            artifact.load(blobs["reward"], reward_specs, (len(traced.reward_terms),) if traced.reward_terms else ()),
             (sample.sim, sample.action, sample.next_sim),
         )
 
@@ -197,12 +198,13 @@ def _check(
             f"transition (XLA's estimate); the budget is {limits.max_flops_per_transition:.3g}. "
             "Compute fewer, cheaper features: avoid large convolutions, matmuls and loops over the grid.",
         )
-    check_values(result["values"])
+    check_values(result["values"], traced.reward_terms)
     reply = {
         "ok": True,
         "code": code,
         "obs_dim": traced.obs_dim,
         "reward_ast_size": size,
+        "reward_terms": list(traced.reward_terms),
         "flops_per_transition": per_transition,
         "run_seconds": result["run_seconds"],
         "artifacts": list(blobs),

@@ -23,6 +23,7 @@ import numpy as np
 
 from limen_jax.interface import Interface
 from limen_jax.rl.config import PPOConfig
+from limen_jax.rl.policy import Policy, policies_of
 from limen_jax.rl.result import BatchResult
 from limen_jax.rl.trainer import BatchTrainer, timed_evaluation, train_batch
 from limen_jax.task import Task
@@ -42,6 +43,12 @@ class CascadeResult:
     compile_s / eval_s: seconds the whole ``run_cascade`` call spent compiling and
     evaluating (both stages), on the call's first result; 0 on the others, so that
     summing over results counts each call once.
+    reward_terms: the names of the reward's terms (() for a scalar reward); curves then
+    hold "reward/<name>" for each, the term's mean episode sum per update.
+    eval_terms: name -> each term's mean episode sum over the final evaluation's
+    episodes (mean over seeds), next to ``success``; {} for a scalar reward.
+    policies: with ``run_cascade(return_policies=True)``, the trained policy of each
+    seed of a full-stage candidate (:class:`~limen_jax.rl.policy.Policy`); None otherwise.
     """
 
     name: str
@@ -58,6 +65,9 @@ class CascadeResult:
     diverged_at: int | None = None
     compile_s: float = 0.0
     eval_s: float = 0.0
+    reward_terms: tuple[str, ...] = ()
+    eval_terms: dict[str, float] = dataclasses.field(default_factory=dict)
+    policies: list[Policy] | None = None
 
 
 def run_cascade(
@@ -73,6 +83,7 @@ def run_cascade(
     rollout: str = "split",
     pad_to: int | None = None,
     deadline: float | None = None,
+    return_policies: bool = False,
 ) -> list[CascadeResult]:
     """Run the cascade over ``interfaces``; one result per interface, in order.
 
@@ -85,6 +96,8 @@ def run_cascade(
     the checker keeps its compiled shapes; the second stage pads its survivors to the
     next power of two (at most ``pad_to``), never wasting more than half of it.
     deadline: ``time.monotonic()`` seconds for the whole cascade (rl.watchdog.BatchTimeout).
+    return_policies: put each full-stage candidate's trained policies (one per seed) on
+    its result (``CascadeResult.policies``); off by default (they are copied to the host).
     """
     seed_list, padded, full_u, short_u = _plan(interfaces, config, short_steps, full_steps, seeds, pad_to)
     if not seed_list:
@@ -95,7 +108,8 @@ def run_cascade(
         return []
     if short_u >= full_u:  # no gate: one full stage
         batch = train_batch(task, padded, seeds=seed_list, total_steps=full_steps, config=config,
-                            eval_key=eval_key, rollout=rollout, deadline=deadline)  # fmt: skip
+                            eval_key=eval_key, rollout=rollout, deadline=deadline,
+                            return_policies=return_policies)  # fmt: skip
         out = [_result(batch, k, "full", True, float("nan")) for k in range(n)]
         return _phases(out, [batch])
 
@@ -103,12 +117,13 @@ def run_cascade(
     first = BatchTrainer(task, padded, config, 1, rollout=rollout)
     state1 = first.init(seed_list[:1], full_u)
     state1, curves1 = first.run(state1, short_u, deadline)
-    (success1, returns1), eval1_s = timed_evaluation(first, state1, key)
+    (success1, returns1, terms1), eval1_s = timed_evaluation(first, state1, key)
     survivors = [k for k in range(n) if success1[k, 0] >= threshold]
     stage1 = BatchResult(
         names=first.names, seeds=seed_list[:1], success=success1, final_return=returns1, curves=curves1,
         steps=short_u * config.steps_per_update, wall_s=time.perf_counter() - t0, compile_s=first.compile_s,
         diverged_at=np.asarray(state1.diverged_at), kernel_compile_s=first.kernel_compile_s, eval_s=eval1_s,
+        term_names=first.term_names, eval_terms=terms1,
     )  # fmt: skip
     stages = [stage1]
 
@@ -126,7 +141,7 @@ def run_cascade(
         state2 = second.graft(state2, state1, rows, seed_index=0)
         rest = full_u - short_u
         state2, curves2 = second.run(state2, full_u if len(seed_list) > 1 else rest, deadline)
-        (success2, returns2), eval2_s = timed_evaluation(second, state2, key)
+        (success2, returns2, terms2), eval2_s = timed_evaluation(second, state2, key)
         curves = {}
         for name, c2 in curves2.items():
             c = np.full(c2.shape[:2] + (full_u,), np.nan, np.float32)
@@ -138,6 +153,8 @@ def run_cascade(
             names=second.names, seeds=seed_list, success=success2, final_return=returns2, curves=curves,
             steps=full_u * config.steps_per_update, wall_s=time.perf_counter() - t1, compile_s=second.compile_s,
             diverged_at=np.asarray(state2.diverged_at), kernel_compile_s=second.kernel_compile_s, eval_s=eval2_s,
+            term_names=second.term_names, eval_terms=terms2,
+            policies=[policies_of(second, state2, j) for j in range(len(rows))] if return_policies else None,
         )  # fmt: skip
         stages.append(stage2)
         for j, k in enumerate(survivors):
@@ -212,7 +229,7 @@ def stage_rows(survivors: list[int], stage1_size: int) -> list[int]:
 
 
 def _result(batch: BatchResult, k: int, stage: str, passed: bool, short_success: float) -> CascadeResult:
-    per_seed = {name: c[k] for name, c in batch.curves.items()}
+    per_seed = batch.curves_of(k)
     return CascadeResult(
         name=batch.names[k],
         stage=stage,
@@ -226,6 +243,9 @@ def _result(batch: BatchResult, k: int, stage: str, passed: bool, short_success:
         steps=batch.steps,
         feedback=batch.feedback(k),
         diverged_at=_first_divergence(batch.diverged_at, k),
+        reward_terms=batch.terms_of(k),
+        eval_terms={name: float(v.mean()) for name, v in batch.eval_terms_of(k).items()},
+        policies=batch.policies[k] if batch.policies is not None else None,
     )
 
 

@@ -105,8 +105,11 @@ class Core:
     Not a pytree; its methods are the pure functions, jitted by ``compiled``.
     """
 
-    def __init__(self, task: Task, config: PPOConfig, width: int) -> None:
+    def __init__(self, task: Task, config: PPOConfig, width: int, num_terms: int = 0) -> None:
         self.task, self.config, self.width = task, config, int(width)
+        # reward-term slots the environments carry (0: a batch of scalar rewards, which
+        # then computes exactly what it did before terms existed)
+        self.num_terms = int(num_terms)
         self.net = ActorCritic(config, task.action_space)
         self.horizon = int(task.episode_length)
         if self.horizon < 1:
@@ -166,7 +169,8 @@ class Core:
         opt_state = slots(self.optimizer.init)(params)
         template = jax.eval_shape(self.reset_tasks, jax.random.split(jax.random.key(0), (K, S, N)))
         obs = jnp.zeros((K, S, N, W), jnp.float32)
-        env = EnvState(jax.tree.map(_zeros, template), obs, jnp.full((K, S, N), -1, jnp.int32), jnp.zeros((K, S, N)))
+        env = EnvState(jax.tree.map(_zeros, template), obs, jnp.full((K, S, N), -1, jnp.int32), jnp.zeros((K, S, N)),
+                       jnp.zeros((K, S, N, self.num_terms)) if self.num_terms else None)  # fmt: skip
         stats = jax.tree.map(lambda x: jnp.broadcast_to(x, (K, S) + x.shape), init_stats(W))
         return TrainState(
             params=params,
@@ -226,7 +230,7 @@ class Core:
         """Start the environments that never ran from the fresh states (now observed);
         a slot's statistics that saw nothing yet are seeded from those observations."""
         N = self.config.num_envs
-        fresh = [fresh_env(t, o) for t, o in zip(tasks, obs, strict=True)]
+        fresh = [fresh_env(t, o, self.num_terms) for t, o in zip(tasks, obs, strict=True)]
         states = jax.tree.map(lambda *x: jnp.concatenate(x, axis=2), *fresh)
         unstarted = ts.env.t < 0
         pool: ResetPool | None = None
@@ -271,14 +275,16 @@ class Core:
         return Acted(obs, raw, action, net.dist.log_prob(dist, raw), value, carry, next_task, key, k_reset)
 
     def step_env(
-        self, env: EnvState, acted: Acted, reward: jax.Array, next_obs: jax.Array
+        self, env: EnvState, acted: Acted, reward: jax.Array, next_obs: jax.Array, terms: jax.Array | None = None
     ) -> tuple[EnvState, dict[str, jax.Array]]:
-        """The stepped (pre-reset) environments and the episode records."""
+        """The stepped (pre-reset) environments and the episode records (with ``terms``
+        [K, S, N, M], each reward term summed over the episode so far: "ep_terms")."""
         t = env.t + 1
         terminated = jnp.asarray(acted.next_task.done, bool)
         truncated = (t >= self.horizon) & ~terminated
         end = terminated | truncated
         ep_return = env.ep_return + reward
+        ep_terms = None if terms is None or env.ep_terms is None else env.ep_terms + terms
         info = {
             "reward": reward,
             "terminated": terminated,
@@ -288,21 +294,24 @@ class Core:
             "ep_length": t,
             "ep_success": jnp.asarray(acted.next_task.success, bool),
         }
-        return EnvState(acted.next_task, next_obs, t, ep_return), info
+        if ep_terms is not None:
+            info["ep_terms"] = ep_terms
+        return EnvState(acted.next_task, next_obs, t, ep_return, ep_terms), info
 
     def settle(
         self, ts: TrainState, ro: Rollout, acted: Acted, reward: jax.Array, next_obs: jax.Array,
-        fresh_task: TaskState | None, fresh_obs: jax.Array | None,
+        fresh_task: TaskState | None, fresh_obs: jax.Array | None, terms: jax.Array | None = None,
     ) -> tuple[Rollout, tuple[Batch, dict[str, jax.Array], Moments]]:  # fmt: skip
         """Auto-reset the envs whose episode ended, bootstrap V of the true next state,
-        and record the step. fresh_*: start states for every env (reset_pool = 0 only)."""
-        stepped, info = self.step_env(ro.env, acted, reward, next_obs)
+        and record the step. fresh_*: start states for every env (reset_pool = 0 only).
+        terms: the step's reward terms [K, S, N, num_terms] (None when num_terms = 0)."""
+        stepped, info = self.step_env(ro.env, acted, reward, next_obs, terms)
         end = info["end"]
         if ro.pool is not None:
             starts, pool = slots(take_fresh)(ro.pool, end)
         else:
             assert fresh_task is not None and fresh_obs is not None
-            starts, pool = fresh_env(fresh_task, fresh_obs), None
+            starts, pool = fresh_env(fresh_task, fresh_obs, self.num_terms), None
         env = tree_where(end, starts, stepped)
         # V of the true (pre-reset) next state, to bootstrap where the horizon cut
         no = jnp.zeros_like(end)
@@ -324,6 +333,8 @@ class Core:
             "ep_length": jnp.where(end, info["ep_length"], 0).astype(jnp.float32),
             "finite": jnp.isfinite(next_obs).all(-1) & jnp.isfinite(reward) & jnp.isfinite(ro.env.obs).all(-1),
         }
+        if "ep_terms" in info:  # each ended episode's term sums, as "ep_return" its return
+            extra["ep_terms"] = jnp.where(end[..., None], info["ep_terms"], 0.0)
         moments = slots(batch_moments)(ro.env.obs)
         nxt = ro.replace(env=env, carry=acted.carry, prev_action=acted.action, prev_reward=reward, pool=pool,
                          key=acted.key)  # fmt: skip
@@ -339,10 +350,12 @@ class Core:
         return finish_update(self, ts, ro, stacked)
 
 
-def fresh_env(task: TaskState, obs: jax.Array) -> EnvState:
-    """Environments at the start of an episode (t = 0, no return yet) in these states."""
+def fresh_env(task: TaskState, obs: jax.Array, num_terms: int = 0) -> EnvState:
+    """Environments at the start of an episode (t = 0, no return yet) in these states,
+    with ``num_terms`` reward-term sums (none when 0)."""
     zeros = jnp.zeros(obs.shape[:-1], jnp.int32)
-    return EnvState(task, obs, zeros, zeros.astype(jnp.float32))
+    terms = jnp.zeros(obs.shape[:-1] + (num_terms,), jnp.float32) if num_terms else None
+    return EnvState(task, obs, zeros, zeros.astype(jnp.float32), terms)
 
 
 def _zeros(x: jax.ShapeDtypeStruct) -> jax.Array:

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from limen_jax.interface import Interface
+from limen_jax.interface import MAX_REWARD_TERMS, Interface
 from limen_jax.task import Task, TaskState
 
 PyTree = Any
@@ -48,6 +48,10 @@ class BatchedInterface:
 
     mask: bool[K, width], True for candidate k's real features. Not a pytree: the
     programs are Python functions, unrolled statically inside the jitted trainer.
+    term_names: per candidate, the names of its reward terms (() for a scalar reward).
+    num_terms: the term slots every candidate's terms are padded to:
+    :data:`~limen_jax.interface.MAX_REWARD_TERMS` when any candidate has named terms, else
+    0 (a batch of scalar rewards computes and carries no terms at all).
     """
 
     def __init__(self, interfaces: Sequence[Interface], width: int | None = None) -> None:
@@ -59,6 +63,8 @@ class BatchedInterface:
         if self.width < max(self.dims):
             raise ValueError(f"width {self.width} < largest obs_dim {max(self.dims)}")
         self.mask = np.arange(self.width)[None, :] < np.asarray(self.dims)[:, None]
+        self.term_names = tuple(tuple(i.reward_terms) for i in self.interfaces)
+        self.num_terms = MAX_REWARD_TERMS if any(self.term_names) else 0
 
     def __len__(self) -> int:
         return len(self.interfaces)
@@ -76,16 +82,41 @@ class BatchedInterface:
 
     def reward(self, sim: PyTree, action: jax.Array, next_sim: PyTree, nb: int) -> jax.Array:
         """Leaves [K, *B, ...] with ``nb`` = len(B) -> float32[K, *B], R_k on slice k."""
-        outs = []
-        for k, iface in enumerate(self.interfaces):
-            take = lambda x, k=k: x[k]  # noqa: E731
-            s, a, s2 = jax.tree.map(take, sim), action[k], jax.tree.map(take, next_sim)
-
-            def r(s: Any, a: jax.Array, s2: Any, f: Callable[..., Any] = iface.reward) -> jax.Array:
-                return jnp.asarray(f(s, a, s2), jnp.float32).reshape(())
-
-            outs.append(vmap_lead(r, nb)(s, a, s2))
+        outs = [_reward(iface, *_slice(k, sim, action, next_sim), nb) for k, iface in enumerate(self.interfaces)]
         return jnp.stack(outs)
+
+    def reward_terms(self, sim: PyTree, action: jax.Array, next_sim: PyTree, nb: int) -> tuple[jax.Array, jax.Array]:
+        """Leaves [K, *B, ...] -> (reward float32[K, *B], terms float32[K, *B, num_terms]):
+        a term program's reward is the sum of its terms (computed once), which fill its
+        first slots; the other slots, and every slot of a scalar reward, are 0."""
+        rewards, terms = [], []
+        for k, iface in enumerate(self.interfaces):
+            s, a, s2 = _slice(k, sim, action, next_sim)
+            if iface.terms is None:
+                rewards.append(_reward(iface, s, a, s2, nb))
+                terms.append(jnp.zeros(rewards[-1].shape + (self.num_terms,), jnp.float32))
+                continue
+            m = len(iface.reward_terms)
+
+            def f(s: Any, a: jax.Array, s2: Any, fn: Callable[..., Any] = iface.terms, m: int = m) -> jax.Array:
+                return jnp.asarray(fn(s, a, s2), jnp.float32).reshape(m)
+
+            t = vmap_lead(f, nb)(s, a, s2)
+            rewards.append(t.sum(-1))
+            terms.append(jnp.pad(t, [(0, 0)] * (t.ndim - 1) + [(0, self.num_terms - m)]))
+        return jnp.stack(rewards), jnp.stack(terms)
+
+
+def _slice(k: int, sim: PyTree, action: jax.Array, next_sim: PyTree) -> tuple[PyTree, jax.Array, PyTree]:
+    take = lambda x: x[k]  # noqa: E731
+    return jax.tree.map(take, sim), action[k], jax.tree.map(take, next_sim)
+
+
+def _reward(iface: Interface, s: PyTree, a: jax.Array, s2: PyTree, nb: int) -> jax.Array:
+    def r(s: Any, a: jax.Array, s2: Any) -> jax.Array:
+        return jnp.asarray(iface.reward(s, a, s2), jnp.float32).reshape(())
+
+    return vmap_lead(r, nb)(s, a, s2)  # type: ignore[no-any-return]
 
 
 class EnvState(struct.PyTreeNode):
@@ -93,12 +124,15 @@ class EnvState(struct.PyTreeNode):
 
     task: the task's state. obs: float32[..., width], φ of the current state.
     t: int32, steps taken in the current episode. ep_return: float32, R summed so far.
+    ep_terms: float32[..., M], each reward term summed so far (None when the batch has
+    no term programs: M = 0).
     """
 
     task: TaskState
     obs: jax.Array
     t: jax.Array
     ep_return: jax.Array
+    ep_terms: jax.Array | None = None
 
 
 class StepInfo(struct.PyTreeNode):

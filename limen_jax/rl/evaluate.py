@@ -28,11 +28,13 @@ from limen_jax.task import TaskState
 
 class Score(struct.PyTreeNode):
     """Each environment's first episode, leaves [K, S, N]: still running, and its success
-    and return once it ended."""
+    and return once it ended; terms [K, S, N, M]: its reward terms' sums (None without
+    term programs)."""
 
     alive: jax.Array
     success: jax.Array
     returns: jax.Array
+    terms: jax.Array | None = None
 
 
 def eval_begin(core: Core, rounds: int, state: TrainState, key: jax.Array) -> tuple[list[jax.Array], list[jax.Array]]:
@@ -53,7 +55,7 @@ def eval_start(
     empty score. The reset pool holds the same start states: what an environment does
     after its first episode is not scored."""
     cfg, net = core.config, core.net
-    env = fresh_env(tasks, obs)
+    env = fresh_env(tasks, obs, core.num_terms)
     shape = obs.shape[:-1]
     pool = None
     if cfg.reset_pool > 0:
@@ -71,7 +73,8 @@ def eval_start(
         started=jnp.zeros(state.update.shape, jnp.int32),
         greedy=jnp.full(state.update.shape, cfg.eval_deterministic),
     )
-    return ro, Score(jnp.ones(shape, bool), jnp.zeros(shape, bool), jnp.zeros(shape, jnp.float32))
+    terms = jnp.zeros(shape + (core.num_terms,), jnp.float32) if core.num_terms else None
+    return ro, Score(jnp.ones(shape, bool), jnp.zeros(shape, bool), jnp.zeros(shape, jnp.float32), terms)
 
 
 def eval_tally(score: Score, extra: dict[str, jax.Array]) -> Score:
@@ -79,9 +82,12 @@ def eval_tally(score: Score, extra: dict[str, jax.Array]) -> Score:
     [K, S, T, N]) into the score, step by step."""
 
     def step(s: Score, e: tuple[jax.Array, ...]) -> tuple[Score, None]:
-        end, success, ret = e
+        end, success, ret, *terms = e
         ended = s.alive & end
-        return Score(s.alive & ~end, jnp.where(ended, success > 0, s.success), jnp.where(ended, ret, s.returns)), None
+        kept = jnp.where(ended[..., None], terms[0], s.terms) if terms and s.terms is not None else None
+        return Score(s.alive & ~end, jnp.where(ended, success > 0, s.success), jnp.where(ended, ret, s.returns),
+                     kept), None  # fmt: skip
 
-    xs = tuple(jnp.moveaxis(extra[k], 2, 0) for k in ("end", "ep_success", "ep_return"))
+    names = ("end", "ep_success", "ep_return") + (("ep_terms",) if score.terms is not None else ())
+    xs = tuple(jnp.moveaxis(extra[k], 2, 0) for k in names)
     return jax.lax.scan(step, score, xs)[0]

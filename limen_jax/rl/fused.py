@@ -41,12 +41,12 @@ def rollout_fn(core: Core, kernel: Any, no_action: jax.Array) -> Any:
 
         def step(ro: Rollout, _: None) -> tuple[Rollout, Any]:
             acted = core.act(ts, ro.env, ro.carry, ro.prev_action, ro.prev_reward, ro.key, ro.greedy)
-            reward, next_obs = kernel(ro.env.task.sim, acted.action, acted.next_task.sim, with_reward)
+            reward, next_obs, terms = kernel(ro.env.task.sim, acted.action, acted.next_task.sim, with_reward)
             fresh_task, fresh_obs = None, None
             if cfg.reset_pool == 0:
                 fresh_task = core.reset_tasks(core.split_envs(acted.k_reset))
                 fresh_obs = kernel(fresh_task.sim, no_action, fresh_task.sim, ~with_reward)[1]
-            return core.settle(ts, ro, acted, reward, next_obs, fresh_task, fresh_obs)
+            return core.settle(ts, ro, acted, reward, next_obs, fresh_task, fresh_obs, terms)
 
         ro, records = jax.lax.scan(step, ro, None, length=cfg.rollout_len)
         return ro, jax.tree.map(lambda x: jnp.moveaxis(x, 0, 2), records)

@@ -22,21 +22,32 @@ PyTree = Any
 
 def kernel_fn(iface: BatchedInterface) -> Any:
     """(sim, action, next_sim, with_reward) -> (reward float32[K, S, N], φ(next_sim)
-    float32[K, S, N, width]); leaves of sim lead with [K, S, N].
+    float32[K, S, N, width], terms float32[K, S, N, M] or None); leaves of sim lead with
+    [K, S, N]. terms: the reward's named terms in ``iface.num_terms`` slots (see
+    :meth:`BatchedInterface.reward_terms`), None when no candidate has any (M = 0).
 
     ``with_reward`` (bool[K, S], one value): False skips R (zeros), e.g. for fresh start
     states whose observation alone is needed; a ``cond`` keeps one compiled copy of each
     program. Every argument leads with [K, S], so a seed-sharded batch shards it too.
     """
 
-    def kernel(sim: PyTree, action: jax.Array, next_sim: PyTree, with_reward: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def kernel(
+        sim: PyTree, action: jax.Array, next_sim: PyTree, with_reward: jax.Array
+    ) -> tuple[jax.Array, jax.Array, jax.Array | None]:
         obs = iface.observe(next_sim, 2)
-        reward = jax.lax.cond(
+        if not iface.num_terms:
+            reward = jax.lax.cond(
+                with_reward[0, 0],
+                lambda: iface.reward(sim, action, next_sim, 2),
+                lambda: jnp.zeros(obs.shape[:-1], jnp.float32),
+            )
+            return reward, obs, None
+        reward, terms = jax.lax.cond(
             with_reward[0, 0],
-            lambda: iface.reward(sim, action, next_sim, 2),
-            lambda: jnp.zeros(obs.shape[:-1], jnp.float32),
+            lambda: iface.reward_terms(sim, action, next_sim, 2),
+            lambda: (jnp.zeros(obs.shape[:-1], jnp.float32), jnp.zeros(obs.shape[:-1] + (iface.num_terms,))),
         )
-        return reward, obs
+        return reward, obs, terms
 
     return kernel
 
@@ -80,7 +91,7 @@ class ProgramKernel(CompiledByShape):
 
     def __call__(  # type: ignore[override]
         self, sim: PyTree, action: jax.Array, next_sim: PyTree, with_reward: bool
-    ) -> tuple[jax.Array, jax.Array]:
+    ) -> tuple[jax.Array, jax.Array, jax.Array | None]:
         key = (action.shape[:2], bool(with_reward))
         if key not in self._flags:
             self._flags[key] = jnp.full(key[0], key[1])

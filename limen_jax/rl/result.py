@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from limen_jax.rl.policy import Policy
+
 CURVE_POINTS = 10  # learning curves in feedback are summarised to this many points
 
 
@@ -29,6 +31,12 @@ class BatchResult:
     parameters were not finite (the slot froze there), -1 where that never happened.
     Curves add "pool_overflow": episode starts handed out twice in the update's rollout
     because more episodes ended than the reset pool holds.
+    term_names: per candidate, its reward terms' names (() for a scalar reward); a batch
+    with any adds curves "reward/<name>" (NaN in the rows of candidates without that
+    term), see :meth:`BatchTrainer.run`.
+    eval_terms: float32 (K, S, M), each term's mean sum over the evaluation episodes,
+    candidate k's slot j holding ``term_names[k][j]``; None when no candidate has terms.
+    policies: per candidate, its S trained policies (``train_batch(return_policies=True)``).
     """
 
     names: list[str]
@@ -42,10 +50,28 @@ class BatchResult:
     diverged_at: np.ndarray | None = None
     kernel_compile_s: float = 0.0
     eval_s: float = 0.0
+    term_names: list[tuple[str, ...]] = dataclasses.field(default_factory=list)
+    eval_terms: np.ndarray | None = None
+    policies: list[list[Policy]] | None = None
 
     @property
     def success_mean(self) -> np.ndarray:
         return self.success.mean(axis=1)
+
+    def terms_of(self, k: int) -> tuple[str, ...]:
+        """Candidate ``k``'s reward-term names (() for a scalar reward)."""
+        return self.term_names[k] if k < len(self.term_names) else ()
+
+    def curves_of(self, k: int) -> dict[str, np.ndarray]:
+        """Candidate ``k``'s curves, name -> (S, U): the shared ones and its own terms'."""
+        own = {f"reward/{t}" for t in self.terms_of(k)}
+        return {n: c[k] for n, c in self.curves.items() if not n.startswith("reward/") or n in own}
+
+    def eval_terms_of(self, k: int) -> dict[str, np.ndarray]:
+        """Candidate ``k``'s evaluation term sums, name -> float32 (S,); {} for a scalar reward."""
+        if self.eval_terms is None:
+            return {}
+        return {t: self.eval_terms[k, :, j] for j, t in enumerate(self.terms_of(k))}
 
     def feedback(self, k: int) -> dict[str, Any]:
         """Training feedback for candidate ``k`` (plain data, for prompts and logs).

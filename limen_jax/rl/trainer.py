@@ -47,6 +47,7 @@ from limen_jax.rl.env import BatchedInterface, vmap_lead
 from limen_jax.rl.evaluate import Score, eval_begin, eval_start, eval_tally
 from limen_jax.rl.fused import FusedRollout
 from limen_jax.rl.kernel import ProgramKernel, kernel_fn
+from limen_jax.rl.policy import policies_of
 from limen_jax.rl.result import BatchResult
 from limen_jax.rl.update import METRICS, stack_records
 from limen_jax.rl.watchdog import check_deadline
@@ -118,12 +119,12 @@ def kernel_memo(interfaces: Sequence[Interface], width: int, sharded: bool, core
     return memo
 
 
-def shared_core(task: Task, config: PPOConfig, width: int, sharded: bool) -> Core:
+def shared_core(task: Task, config: PPOConfig, width: int, sharded: bool, num_terms: int = 0) -> Core:
     ident = (type(task).__module__, type(task).__qualname__, task.name, int(task.episode_length),
              tuple(sorted((k, repr(v)) for k, v in dict(task.params).items())))  # fmt: skip
-    key = (ident, config, int(width), bool(sharded))
+    key = (ident, config, int(width), bool(sharded), int(num_terms))
     if key not in _CORES:
-        _CORES[key] = Core(task, config, width)
+        _CORES[key] = Core(task, config, width, num_terms)
     return _CORES[key]
 
 
@@ -175,7 +176,7 @@ class BatchTrainer:
         self.mesh: Mesh | None = None
         if shard and len(devices) > 1 and self.num_seeds % len(devices) == 0:
             self.mesh = Mesh(np.asarray(devices), ("seed",))
-        self.core = shared_core(task, config, self.width, self.mesh is not None)
+        self.core = shared_core(task, config, self.width, self.mesh is not None, self.iface.num_terms)
         self.net = self.core.net
         memo = kernel_memo(self.iface.interfaces, self.width, self.mesh is not None)
         self.kernel = ProgramKernel(self.iface, None if self.mesh is None else lambda f: self._shard(f, 4), memo)
@@ -193,6 +194,11 @@ class BatchTrainer:
     @property
     def names(self) -> list[str]:
         return [i.name for i in self.iface.interfaces]
+
+    @property
+    def term_names(self) -> list[tuple[str, ...]]:
+        """Per candidate, its reward terms' names (() for a scalar reward)."""
+        return list(self.iface.term_names)
 
     @property
     def kernel_compile_s(self) -> float:
@@ -278,7 +284,9 @@ class BatchTrainer:
     ) -> tuple[TrainState, dict[str, np.ndarray]]:
         """``num_updates`` PPO updates of every slot (the input state is consumed).
         Returns the new state and per-update curves name -> (K, S, U); NaN where a slot
-        was frozen or no episode ended during the update.
+        was frozen or no episode ended during the update. A batch with term programs adds
+        "reward/<term>" for each term name of any candidate: the term's mean sum over the
+        episodes that ended (NaN in the rows of candidates without that term).
 
         deadline: ``time.monotonic()`` seconds; checked after each update, once that
         update's result is ready (the watchdog), raising :class:`BatchTimeout`.
@@ -292,6 +300,8 @@ class BatchTrainer:
                 jax.block_until_ready(m)  # the time is the device's, not the dispatch's
                 check_deadline(deadline, u + 1, started)
         curves = {k: np.stack([np.asarray(m[k]) for m in metrics], -1) for k in METRICS}
+        if self.iface.num_terms:
+            curves.update(term_curves(np.stack([np.asarray(m["terms"]) for m in metrics], -1), self.term_names))
         return state, curves
 
     def update(self, ts: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
@@ -318,14 +328,14 @@ class BatchTrainer:
         for _ in range(cfg.rollout_len):
             acted = self._call("act", core.act, (), ts, ro.env, ro.carry, ro.prev_action, ro.prev_reward, ro.key,
                                ro.greedy)  # fmt: skip
-            reward, next_obs = self.kernel(ro.env.task.sim, acted.action, acted.next_task.sim, True)
+            reward, next_obs, terms = self.kernel(ro.env.task.sim, acted.action, acted.next_task.sim, True)
             fresh_task, fresh_obs = None, None
             if cfg.reset_pool == 0:
                 keys = self._call("split_envs", core.split_envs, (), acted.k_reset)
                 fresh_task = self._reset(keys)
                 fresh_obs = self._observe(fresh_task)
             ro, record = self._call("settle", core.settle, (), ts, ro, acted, reward, next_obs, fresh_task,
-                                    fresh_obs)  # fmt: skip
+                                    fresh_obs, terms)  # fmt: skip
             records.append(record)
         return ro, records
 
@@ -341,11 +351,18 @@ class BatchTrainer:
 
     def evaluate_full(self, state: TrainState, key: jax.Array) -> tuple[np.ndarray, np.ndarray]:
         """(success rate, mean episode return under R), each float32 (K, S)."""
+        return self.evaluate_terms(state, key)[:2]
+
+    def evaluate_terms(self, state: TrainState, key: jax.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """:meth:`evaluate_full` and each reward term's mean episode sum, float32
+        (K, S, num_terms) in :attr:`term_names` order per candidate (None when no
+        candidate has terms)."""
         E = self.config.eval_episodes
         score = self._evaluation(state, key, self.core.horizon)
         success = np.asarray(score.success, np.float32)[..., :E].mean(-1)
         returns = np.asarray(score.returns, np.float32)[..., :E].mean(-1)
-        return success, returns
+        terms = None if score.terms is None else np.asarray(score.terms, np.float32)[..., :E, :].mean(-2)
+        return success, returns, terms
 
     def _evaluation(self, state: TrainState, key: jax.Array, steps: int) -> Score:
         """The first episodes' score, leaves [K, S, rounds x N], after ``steps`` steps
@@ -404,11 +421,23 @@ def _tally(score: Score, extra: Any) -> Score:
 
 def timed_evaluation(
     trainer: BatchTrainer, state: TrainState, key: jax.Array
-) -> tuple[tuple[np.ndarray, np.ndarray], float]:
-    """:meth:`BatchTrainer.evaluate_full` and the seconds it took, its compiling excluded."""
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray | None], float]:
+    """:meth:`BatchTrainer.evaluate_terms` and the seconds it took, its compiling excluded."""
     start, compiled = time.perf_counter(), trainer.compile_s
-    out = trainer.evaluate_full(state, key)
+    out = trainer.evaluate_terms(state, key)
     return out, time.perf_counter() - start - (trainer.compile_s - compiled)
+
+
+def term_curves(terms: np.ndarray, names: Sequence[tuple[str, ...]]) -> dict[str, np.ndarray]:
+    """terms float32 (K, S, M, U), candidate k's slot j holding its term names[k][j] ->
+    "reward/<name>" -> (K, S, U), NaN in the rows of candidates without that term."""
+    K, S, _, U = terms.shape
+    out: dict[str, np.ndarray] = {}
+    for k, own in enumerate(names):
+        for j, name in enumerate(own):
+            curve = out.setdefault(f"reward/{name}", np.full((K, S, U), np.nan, np.float32))
+            curve[k] = terms[k, :, j]
+    return out
 
 
 def train_batch(
@@ -421,6 +450,7 @@ def train_batch(
     eval_key: int = 0,
     rollout: str = "auto",
     deadline: float | None = None,
+    return_policies: bool = False,
 ) -> BatchResult:
     """Train every interface with every seed (K x S policies) in one compiled call, then
     evaluate each on fresh episodes. ``seeds``: a count (seeds 0..n-1) or explicit list.
@@ -429,7 +459,8 @@ def train_batch(
     ``config.num_envs x config.rollout_len`` steps (at least one). ``rollout``: "split",
     "fused" (see :class:`BatchTrainer`) or "auto": fused for runs of at least
     :data:`FUSE_MIN_UPDATES` updates, where faster steps repay the larger compile. ``deadline``: see
-    :meth:`BatchTrainer.run`.
+    :meth:`BatchTrainer.run`. ``return_policies``: keep every slot's trained policy on
+    the result (``BatchResult.policies``).
     """
     start = time.perf_counter()
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
@@ -439,7 +470,7 @@ def train_batch(
     trainer = BatchTrainer(task, interfaces, config, len(seed_list), rollout=rollout)
     state = trainer.init(seed_list, updates)
     state, curves = trainer.run(state, updates, deadline)
-    (success, returns), eval_s = timed_evaluation(trainer, state, jax.random.key(eval_key))
+    (success, returns, terms), eval_s = timed_evaluation(trainer, state, jax.random.key(eval_key))
     return BatchResult(
         names=trainer.names,
         seeds=seed_list,
@@ -452,4 +483,7 @@ def train_batch(
         diverged_at=np.asarray(state.diverged_at),
         kernel_compile_s=trainer.kernel_compile_s,
         eval_s=eval_s,
+        term_names=trainer.term_names,
+        eval_terms=terms,
+        policies=[policies_of(trainer, state, k) for k in range(len(interfaces))] if return_policies else None,
     )

@@ -44,7 +44,7 @@ def stack_records(records: list[R]) -> R:
 def finish_update(core: Core, ts: TrainState, ro: Rollout, stacked: Records) -> tuple[TrainState, dict[str, jax.Array]]:
     """stacked: the rollout's (Batch, extra, Moments), leaves [K, S, T, N, ...] (see
     :func:`stack_records`) -> the new state and metrics name -> float32[K, S] (NaN where
-    the slot is frozen)."""
+    the slot is frozen), and with reward terms "terms" float32[K, S, M]."""
     slots = lambda f: vmap_lead(f, 2)  # noqa: E731
     cfg = core.config
     K, S = ts.update.shape  # S is the local shard when the seed axis is sharded
@@ -103,6 +103,9 @@ def finish_update(core: Core, ts: TrainState, ro: Rollout, stacked: Records) -> 
         **losses,
     }
     metrics = {k: jnp.where(keep, v, jnp.nan) for k, v in metrics.items()}
+    if "ep_terms" in extra:  # [K, S, M]: each reward term's mean sum over the ended episodes
+        terms = extra["ep_terms"].sum((2, 3)) / jnp.maximum(episodes, 1.0)[..., None]
+        metrics["terms"] = jnp.where((keep & (episodes > 0))[..., None], terms, jnp.nan)
     return new, metrics
 
 

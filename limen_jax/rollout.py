@@ -1,0 +1,158 @@
+"""Roll out a kept policy: success and each reward term's sum per episode, and frames.
+
+    python -m limen_jax.rollout RUN_DIR PROGRAM_ID [--seed S] [--episodes N] [--frames out.gif]
+
+RUN_DIR is a run directory (``<run>/policies/<id>/seed<k>/`` from ``--keep-policies``)
+or a ``python -m limen_jax.train --save-policy`` directory. The policy is loaded with
+orbax; the program is compiled again from ``programs/<id>.py`` through the checker (the
+sandboxed worker, as in the run), in the mode it trained in. The episodes run through
+:func:`limen_jax.rl.rollouts.rollouts`. ``--frames`` writes episode 0 as a GIF where the
+task renders (the XLand tasks do; MuJoCo tasks need an OpenGL backend, and say so when
+there is none). Bad input: one line on stderr, exit status 2, nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+import time
+from typing import Any
+
+
+class BadInput(Exception):
+    """The command line names something that cannot be rolled out: exit 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m limen_jax.rollout", description=__doc__.split("\n\n")[0])
+    p.add_argument("run_dir", type=pathlib.Path, help="run directory (or a train --save-policy directory)")
+    p.add_argument("program_id", help="the program whose policy to roll out")
+    p.add_argument("--seed", type=int, default=None, help="which training seed's policy (default: the first kept)")
+    p.add_argument("--episodes", type=int, default=64, help="episodes to run side by side")
+    p.add_argument("--rollout-seed", type=int, default=0, help="seed of the episodes' start states and actions")
+    p.add_argument("--frames", type=pathlib.Path, default=None, help="write episode 0 to this GIF")
+    p.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    return p
+
+
+def _fail(message: str) -> int:
+    print(f"rollout: {message}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        plan = _plan(args)
+    except BadInput as exc:
+        return _fail(str(exc))
+    from limen_jax.program import ProgramError
+
+    start = time.perf_counter()
+    try:
+        task, iface, policy = _load(args, plan)
+    except (BadInput, ProgramError) as exc:
+        return _fail(str(exc))
+    from limen_jax.rl.rollouts import rollouts
+
+    log = rollouts(task, iface, policy, args.rollout_seed, args.episodes, keep_sims=args.frames is not None)
+    success = float(log.success.mean())
+    terms = dict(zip(iface.reward_terms, log.episode_terms.mean(0).tolist(), strict=True))
+    seconds = time.perf_counter() - start
+    returns, length = float(log.returns.mean()), float(log.length.mean())
+    print(f"{args.program_id} seed {policy.metadata['seed']} on {task.name}: success {success:.3f} over "
+          f"{args.episodes} episodes; return {returns:.4g}, length {length:.1f}")  # fmt: skip
+    for name, value in terms.items():
+        print(f"term {name}: {value:.4g} per episode")
+    if args.frames is not None:
+        _frames(task, log, args.frames)
+    print(f"{seconds:.1f} s (load, check, compile, roll out)")
+    if args.json:
+        print(json.dumps({"program_id": args.program_id, "seed": policy.metadata["seed"], "task": task.name,
+                          "episodes": args.episodes, "success": success, "return": returns,
+                          "terms": terms, "seconds": round(seconds, 3)}))  # fmt: skip
+    return 0
+
+
+def _plan(args: argparse.Namespace) -> dict[str, Any]:
+    """Check the command line against the disk before anything heavy is imported."""
+    from limen_jax.policies import policy_dir, saved_seeds
+
+    if not args.run_dir.is_dir():
+        raise BadInput(f"{args.run_dir} is not a directory")
+    try:
+        seeds = saved_seeds(args.run_dir, args.program_id)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    if not seeds:
+        raise BadInput(f"no kept policy for {ascii(args.program_id)[:60]} in {args.run_dir}/policies")
+    seed = seeds[0] if args.seed is None else args.seed
+    if seed not in seeds:
+        raise BadInput(f"no policy of seed {seed} for {args.program_id}; kept seeds: {', '.join(map(str, seeds))}")
+    if args.episodes < 1:
+        raise BadInput("--episodes must be at least 1")
+    if args.frames is not None and (args.frames.suffix.lower() != ".gif" or not args.frames.parent.is_dir()):
+        raise BadInput(f"--frames needs a .gif path in an existing directory, got {args.frames}")
+    return {"dir": policy_dir(args.run_dir, args.program_id, seed)}
+
+
+def _load(args: argparse.Namespace, plan: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """The task, the interface compiled from the kept program, and the policy."""
+    from limen_jax.interface import default_interface
+    from limen_jax.policies import load_policy
+    from limen_jax.program import compile_interface
+    from limen_jax.task import make
+
+    try:
+        policy = load_policy(plan["dir"])
+        meta = policy.metadata
+        task = make(meta["task"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise BadInput(f"the policy in {plan['dir']} cannot be read: {exc}") from None
+    params = {k: float(v) for k, v in meta.get("task_params", {}).items()}
+    if params and params != {k: float(v) for k, v in dict(task.params).items()}:
+        task = task.with_params(**params)
+    mode = meta.get("mode") or _run_mode(args.run_dir)
+    if mode == "sparse":
+        iface = default_interface(task)
+    else:
+        program = args.run_dir / "programs" / f"{args.program_id}.py"
+        if not program.is_file():
+            raise BadInput(f"{program} is missing")
+        iface = compile_interface(program.read_text(), task, mode=mode, name=args.program_id)
+    if iface.obs_dim != meta["obs_dim"] or list(iface.reward_terms) != list(meta.get("reward_terms", [])):
+        raise BadInput(f"programs/{args.program_id}.py is not the program this policy was trained with")
+    return task, iface, policy
+
+
+def _run_mode(run_dir: pathlib.Path) -> str:
+    """The run's mode (config.json), "full" when it has none."""
+    try:
+        config = json.loads((run_dir / "config.json").read_text())
+    except (OSError, ValueError):
+        return "full"
+    mode = config.get("mode", "full") if isinstance(config, dict) else "full"
+    return mode if mode in ("full", "obs_only", "reward_only") else "full"
+
+
+def _frames(task: Any, log: Any, path: pathlib.Path) -> None:
+    """Episode 0 (its start state, then every step it lived) as a GIF, if the task renders."""
+    import jax
+    import numpy as np
+    from PIL import Image
+
+    steps = int(np.asarray(log.length)[0]) + 1
+    try:
+        frames = [task.render(jax.tree.map(lambda x, t=t: x[t], log.sims)) for t in range(steps)]
+    except NotImplementedError as exc:
+        print(f"no frames written: {exc}")
+        return
+    images = [Image.fromarray(np.asarray(f, np.uint8)) for f in frames]
+    images[0].save(path, save_all=True, append_images=images[1:], duration=120, loop=0)
+    print(f"wrote {len(images)} frames to {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
