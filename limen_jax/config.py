@@ -118,8 +118,13 @@ class EvolveConfig:
     prompt: PromptConfig = PromptConfig()
     # the checker's limits (limen_jax.program.Limits fields overriding its defaults)
     checker: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # trained policies kept in the run dir (policies/<id>/seed<k>/, limen_jax.policies):
+    # "best" (the best program of each batch), "all" (every full-budget program) or "none"
+    keep_policies: str = "best"
 
     def __post_init__(self) -> None:
+        if self.keep_policies not in ("all", "best", "none"):
+            raise ValueError(f"keep_policies must be all, best or none, got {self.keep_policies!r}")
         _check_names("ppo", self.ppo, "limen_jax.rl.config", "PPOConfig")
         _check_names("checker", self.checker, "limen_jax.program.checks", "Limits")
 

@@ -145,6 +145,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="RUN_DIR",
                    help="continue the run in RUN_DIR; --iterations, --max-cost, --model, --llm-timeout, "
                         "--max-tokens, --max-retries and --concurrency may change, other flags are refused")
+    p.add_argument("--keep-policies", choices=["all", "best", "none"],
+                   help="trained policies kept in RUN_DIR/policies (default best: the best program of each batch); "
+                        "python -m limen_jax.rollout RUN_DIR PROGRAM_ID rolls one out")
     p.add_argument("--config", help="JSON file of EvolveConfig overrides")
     return p
 
@@ -162,7 +165,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
                  ("max_retries", args.max_retries), ("concurrency", args.concurrency)))
     if args.replay_from and "mutator" not in llm:
         llm["mutator"] = "replay"
-    over: dict[str, Any] = given((("seed", args.seed),))
+    over: dict[str, Any] = given((("seed", args.seed), ("keep_policies", args.keep_policies)))
     for name, part in (("search", search), ("cascade", cascade), ("llm", llm)):
         if part:
             over[name] = part

@@ -329,7 +329,8 @@ class Loop:
         c, search = self.config.cascade, self.config.search
         return JobContext(self.task, self.ppo, self.config.seed, search.seeds,
                           Budget(c.short_steps, c.full_steps, c.threshold), pad_to=search.candidates,
-                          watchdog_s=c.watchdog_s, watchdog_factor=c.watchdog_factor)
+                          watchdog_s=c.watchdog_s, watchdog_factor=c.watchdog_factor,
+                          return_policies=self.config.keep_policies != "none")
 
     def _jobs(self, children: list[Child]) -> list[tuple[str, list[Child], EvalJob]]:
         """The children's evaluation jobs, one per kind, in first-asked order."""
@@ -442,6 +443,7 @@ class Loop:
                 for child, res in zip(s.children, batch.results):
                     kind.score(child.record, res, s.job)
                     results[child.record.id] = (s.kind, res)
+                self._keep_policies(s.children, batch.results)
             else:
                 for record, res in zip(s.records, batch.results):
                     kind.score(record, res, s.job)
@@ -480,6 +482,17 @@ class Loop:
         self.rd.log("iteration", iteration=it, **timing)
         self._checkpoint(it, nxt.requests if nxt is not None and nxt.requests else None)
         self._report(it, timing)
+
+    def _keep_policies(self, children: list[Child], results: list[Any]) -> None:
+        """Save the trained policies the config keeps (``keep_policies``) into the run dir."""
+        kept = [(c.record.id, r) for c, r in zip(children, results)
+                if c.record.error is None and getattr(r, "policies", None)]
+        if self.config.keep_policies == "none" or not kept:
+            return
+        from limen_jax.policies import keep_policies
+
+        for path in keep_policies(self.rd.path, kept, self.config.keep_policies):
+            self.rd.log("policy", id=path.parent.name, path=str(path.relative_to(self.rd.path)))
 
     # --- bookkeeping ------------------------------------------------------------------
     def _record(self, record: Any) -> None:

@@ -3,10 +3,9 @@
     from limen_jax import rl
     result = rl.train("xland_easy", [iface_a, iface_b], seeds=3, steps=500_000)
     result.success          # (K, S) evaluation success rates
-    result.feedback(0)      # learning-curve summary for prompts
 
 Modules: config (PPOConfig, presets), networks (MLP / GRU actor-critics), normalize,
-losses (compute_gae, ppo_loss), env (the interface-injecting auto-reset wrapper),
+losses (compute_gae, ppo_loss), env (the environment state, the reset pool),
 core (the program-independent pure functions: init, begin, act, settle), update (GAE,
 PPO, statistics, freezing), kernel (the per-batch φ and R), trainer (BatchTrainer,
 train_batch: the host loop), evaluate, cascade (run_cascade, compile_cascade), result, watchdog

@@ -23,9 +23,9 @@ import numpy as np
 
 from limen_jax.interface import Interface
 from limen_jax.rl.config import PPOConfig
-from limen_jax.rl.policy import Policy, policies_of
+from limen_jax.rl.policy import Policy
 from limen_jax.rl.result import BatchResult
-from limen_jax.rl.trainer import BatchTrainer, timed_evaluation, train_batch
+from limen_jax.rl.trainer import BatchTrainer, policies_of, timed_evaluation, train_batch
 from limen_jax.task import Task
 
 
@@ -39,7 +39,6 @@ class CascadeResult:
     success: their mean. final_return: mean evaluation return under the candidate's R.
     curves: name -> float32 (U,), the seed-mean per-update curve (NaN-aware mean);
     curves_per_seed: name -> (S, U). steps: env steps per seed trained.
-    feedback: :meth:`BatchResult.feedback` for prompts.
     compile_s / eval_s: seconds the whole ``run_cascade`` call spent compiling and
     evaluating (both stages), on the call's first result; 0 on the others, so that
     summing over results counts each call once.
@@ -61,7 +60,6 @@ class CascadeResult:
     curves: dict[str, np.ndarray]
     curves_per_seed: dict[str, np.ndarray]
     steps: int
-    feedback: dict[str, Any]
     diverged_at: int | None = None
     compile_s: float = 0.0
     eval_s: float = 0.0
@@ -241,7 +239,6 @@ def _result(batch: BatchResult, k: int, stage: str, passed: bool, short_success:
         curves={name: _nanmean(c) for name, c in per_seed.items()},
         curves_per_seed=per_seed,
         steps=batch.steps,
-        feedback=batch.feedback(k),
         diverged_at=_first_divergence(batch.diverged_at, k),
         reward_terms=batch.terms_of(k),
         eval_terms={name: float(v.mean()) for name, v in batch.eval_terms_of(k).items()},

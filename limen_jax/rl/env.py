@@ -22,7 +22,7 @@ import numpy as np
 from flax import struct
 
 from limen_jax.interface import MAX_REWARD_TERMS, Interface
-from limen_jax.task import Task, TaskState
+from limen_jax.task import TaskState
 
 PyTree = Any
 
@@ -155,52 +155,6 @@ class StepInfo(struct.PyTreeNode):
     episode_success: jax.Array
 
 
-class InterfaceEnv:
-    """A task with K interfaces injected. Leaves have leading axes [K, *B]."""
-
-    def __init__(self, task: Task, interfaces: BatchedInterface | Sequence[Interface]) -> None:
-        self.task = task
-        self.iface = interfaces if isinstance(interfaces, BatchedInterface) else BatchedInterface(interfaces)
-        self.horizon = int(task.episode_length)
-        if self.horizon < 1:
-            raise ValueError(f"task {task.name!r} has episode_length {self.horizon}")
-
-    def reset(self, keys: jax.Array) -> EnvState:
-        """keys: [K, *B] -> fresh EnvState with leading [K, *B]."""
-        ts = vmap_lead(self.task.reset, keys.ndim)(keys)
-        zeros = jnp.zeros(keys.shape, jnp.int32)
-        return EnvState(ts, self.iface.observe(ts.sim, keys.ndim - 1), zeros, zeros.astype(jnp.float32))
-
-    def step(
-        self, state: EnvState, action: jax.Array, fresh: Callable[[jax.Array], tuple[EnvState, Any]]
-    ) -> tuple[EnvState, StepInfo, Any]:
-        """One step with auto-reset. action: env actions [K, *B, ...]. ``fresh(end)`` gives
-        the episode-start states (and any aux output, returned as is) that replace the
-        environments whose episode ends here (end: bool[K, *B])."""
-        lead = state.t.ndim
-        next_ts = vmap_lead(self.task.step, lead)(state.task, action)
-        reward = self.iface.reward(state.task.sim, action, next_ts.sim, lead - 1)  # before any reset
-        t = state.t + 1
-        terminated = jnp.asarray(next_ts.done, bool)
-        truncated = (t >= self.horizon) & ~terminated
-        end = terminated | truncated
-        ep_return = state.ep_return + reward
-        next_obs = self.iface.observe(next_ts.sim, lead - 1)
-        stepped = EnvState(next_ts, next_obs, t, ep_return)
-        info = StepInfo(
-            reward=reward,
-            terminated=terminated,
-            truncated=truncated,
-            next_obs=next_obs,
-            episode_end=end,
-            episode_return=ep_return,
-            episode_length=t,
-            episode_success=jnp.asarray(next_ts.success, bool),
-        )
-        starts, aux = fresh(end)
-        return tree_where(end, starts, stepped), info, aux
-
-
 # Resetting costs far more than stepping for some simulators (xminigrid's reset is ~12x
 # its step on a CPU), and under vmap an auto-reset computes a reset for every env at every
 # step. A pool of fresh states drawn once per rollout, handed out in order to the envs
@@ -226,33 +180,3 @@ def take_fresh(pool: ResetPool, end: jax.Array) -> tuple[EnvState, ResetPool]:
     idx = (pool.next + jnp.maximum(order, 0)) % size
     fresh = jax.tree.map(lambda x: x[idx], pool.states)
     return fresh, pool.replace(next=(pool.next + end.sum(dtype=jnp.int32)) % size)
-
-
-def rollout(
-    task: Task,
-    interface: Interface,
-    policy: Callable[[jax.Array, jax.Array], jax.Array],
-    key: jax.Array,
-    *,
-    num_envs: int,
-    num_steps: int,
-) -> tuple[EnvState, StepInfo]:
-    """Run ``policy(key, obs[N, D]) -> actions[N, ...]`` for ``num_steps`` steps.
-
-    The same wrapper the trainer uses (with a fresh reset per step instead of a pool),
-    for tests and scripted checks. Returns the final EnvState (leading [N]) and the
-    StepInfo of every step, leaves [num_steps, N].
-    """
-    env = InterfaceEnv(task, [interface])
-    k_reset, k_run = jax.random.split(key)
-    state = env.reset(jax.random.split(k_reset, num_envs)[None])
-
-    def body(state: EnvState, key: jax.Array) -> tuple[EnvState, StepInfo]:
-        k_act, k_reset = jax.random.split(key)
-        action = policy(k_act, state.obs[0])
-        fresh = env.reset(jax.random.split(k_reset, num_envs)[None])
-        state, info, _ = env.step(state, action[None], lambda end: (fresh, None))
-        return state, info
-
-    state, infos = jax.lax.scan(body, state, jax.random.split(k_run, num_steps))
-    return jax.tree.map(lambda x: x[0], state), jax.tree.map(lambda x: x[:, 0], infos)

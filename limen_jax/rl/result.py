@@ -1,16 +1,12 @@
-"""Results of a batched training run, and the training feedback the search puts in prompts."""
+"""Results of a batched training run."""
 
 from __future__ import annotations
 
 import dataclasses
-import warnings
-from typing import Any
 
 import numpy as np
 
 from limen_jax.rl.policy import Policy
-
-CURVE_POINTS = 10  # learning curves in feedback are summarised to this many points
 
 
 @dataclasses.dataclass
@@ -73,78 +69,9 @@ class BatchResult:
             return {}
         return {t: self.eval_terms[k, :, j] for j, t in enumerate(self.terms_of(k))}
 
-    def feedback(self, k: int) -> dict[str, Any]:
-        """Training feedback for candidate ``k`` (plain data, for prompts and logs).
-
-        success_curve / return_curve: the seed-mean learning curve summarised to 10 points
-        (mean of each tenth of training). trend: "improving" / "declining" / "flat", from
-        the change over the second half of training (success if it moved by 0.05 or more,
-        else return relative to its range). plateau: the last 30% of training moved
-        success by less than 0.02 and return by less than 5% of its range.
-        seed_spread: max - min success over seeds.
-        """
-        success = self.success[k]
-        sc = _summarise(self.curves["success"][k])
-        rc = _summarise(self.curves["return"][k])
-        half = len(sc) // 2
-        d_success = _delta(sc, half)
-        r_range = float(np.nanmax(rc) - np.nanmin(rc)) if np.isfinite(rc).any() else 0.0
-        d_return = _delta(rc, half) / r_range if r_range > 1e-8 else 0.0
-        if abs(d_success) >= 0.05:
-            trend = "improving" if d_success > 0 else "declining"
-        elif abs(d_return) >= 0.1:
-            trend = "improving" if d_return > 0 else "declining"
-        else:
-            trend = "flat"
-        tail = max(1, int(round(0.3 * len(sc))))
-        plateau = bool(
-            len(sc) > tail
-            and _span(sc[-tail - 1 :]) < 0.02
-            and (r_range <= 1e-8 or _span(rc[-tail - 1 :]) < 0.05 * r_range)
-        )
-        out: dict[str, Any] = {
-            "name": self.names[k],
-            "success_mean": float(success.mean()),
-            "success_per_seed": [round(float(x), 4) for x in success],
-            "seed_spread": float(success.max() - success.min()),
-            "final_return": float(self.final_return[k].mean()),
-            "success_curve": [_round(x) for x in sc],
-            "return_curve": [_round(x) for x in rc],
-            "trend": trend,
-            "plateau": plateau,
-            "steps": int(self.steps),
-        }
-        if self.diverged_at is not None and (self.diverged_at[k] >= 0).any():
-            # the program's fault, for the prompt: its values went non-finite
-            out["diverged_at_update"] = int(self.diverged_at[k][self.diverged_at[k] >= 0].min())
-        return out
-
     def summary(self) -> str:
         lines = []
         for k, name in enumerate(self.names):
             per_seed = " ".join(f"{x:.3f}" for x in self.success[k])
             lines.append(f"{name}: success {self.success_mean[k]:.3f} (seeds {per_seed})")
         return "\n".join(lines)
-
-
-def _summarise(curve: np.ndarray) -> np.ndarray:
-    """(S, U) -> the seed-mean curve averaged over CURVE_POINTS chunks of updates."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        mean = np.nanmean(curve, axis=0)
-        chunks = np.array_split(mean, min(CURVE_POINTS, len(mean)))
-        return np.array([np.nanmean(c) if np.isfinite(c).any() else np.nan for c in chunks])
-
-
-def _delta(curve: np.ndarray, start: int) -> float:
-    finite = curve[start:][np.isfinite(curve[start:])]
-    return float(finite[-1] - finite[0]) if len(finite) >= 2 else 0.0
-
-
-def _span(x: np.ndarray) -> float:
-    x = x[np.isfinite(x)]
-    return float(x.max() - x.min()) if len(x) else 0.0
-
-
-def _round(x: float) -> float | None:
-    return None if not np.isfinite(x) else round(float(x), 4)

@@ -47,7 +47,8 @@ from limen_jax.rl.env import BatchedInterface, vmap_lead
 from limen_jax.rl.evaluate import Score, eval_begin, eval_start, eval_tally
 from limen_jax.rl.fused import FusedRollout
 from limen_jax.rl.kernel import ProgramKernel, kernel_fn
-from limen_jax.rl.policy import policies_of
+from limen_jax.rl.normalize import ObsStats
+from limen_jax.rl.policy import Policy
 from limen_jax.rl.result import BatchResult
 from limen_jax.rl.update import METRICS, stack_records
 from limen_jax.rl.watchdog import check_deadline
@@ -487,3 +488,31 @@ def train_batch(
         eval_terms=terms,
         policies=[policies_of(trainer, state, k) for k in range(len(interfaces))] if return_policies else None,
     )
+
+
+def policies_of(trainer: BatchTrainer, state: TrainState, k: int) -> list[Policy]:
+    """Candidate ``k``'s trained policies, one per seed of ``state`` (host copies)."""
+    iface = trainer.iface.interfaces[k]
+    params = jax.device_get(jax.tree.map(lambda x: x[k], trainer.params_tree(state)))
+    stats = jax.device_get(jax.tree.map(lambda x: x[k], state.obs_stats))
+    seeds = np.asarray(state.seed[k])
+    updates = np.asarray(state.update[k])
+    cfg = trainer.config
+    out = []
+    for s in range(len(seeds)):
+        metadata = {
+            "task": trainer.task.name,
+            "task_params": {n: float(v) for n, v in dict(trainer.task.params).items()},
+            "ppo": cfg.to_dict(),
+            "width": int(trainer.width),
+            "obs_dim": int(iface.obs_dim),
+            "seed": int(seeds[s]),
+            "interface": iface.name,
+            "reward_terms": list(iface.reward_terms),
+            "updates": int(updates[s]),
+            "steps": int(updates[s]) * cfg.steps_per_update,
+        }
+        p = jax.tree.map(lambda x, s=s: np.asarray(x[s]), params)
+        o = ObsStats(*(np.asarray(x[s]) for x in (stats.mean, stats.var, stats.count)))  # type: ignore[arg-type]
+        out.append(Policy(p, o, metadata))
+    return out

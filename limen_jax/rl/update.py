@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -13,9 +13,22 @@ from limen_jax.rl.env import vmap_lead
 from limen_jax.rl.losses import compute_gae
 from limen_jax.rl.normalize import Moments, update_stats
 from limen_jax.rl.ppo import Batch, ppo_update
+from limen_jax.rl.state import Rollout, TrainState
 
-if TYPE_CHECKING:
-    from limen_jax.rl.core import Core, Rollout, TrainState
+
+class UpdateCore(Protocol):
+    """What an update needs of :class:`limen_jax.rl.core.Core` (which imports this module)."""
+
+    config: Any
+    net: Any
+    optimizer: Any
+    flat: Any
+
+    def normalize(self, stats: Any, dims: jax.Array, obs: jax.Array) -> jax.Array: ...
+
+    def policy_step(self, *args: Any) -> Any: ...
+
+    def mask(self, dims: jax.Array) -> jax.Array: ...
 
 METRICS = (
     "return",
@@ -41,7 +54,9 @@ def stack_records(records: list[R]) -> R:
     return jax.tree.map(lambda *x: jnp.stack(x, axis=2), *records)
 
 
-def finish_update(core: Core, ts: TrainState, ro: Rollout, stacked: Records) -> tuple[TrainState, dict[str, jax.Array]]:
+def finish_update(
+    core: UpdateCore, ts: TrainState, ro: Rollout, stacked: Records
+) -> tuple[TrainState, dict[str, jax.Array]]:
     """stacked: the rollout's (Batch, extra, Moments), leaves [K, S, T, N, ...] (see
     :func:`stack_records`) -> the new state and metrics name -> float32[K, S] (NaN where
     the slot is frozen), and with reward terms "terms" float32[K, S, M]."""

@@ -6,7 +6,8 @@ worker; it must be a pure function of the job), and writes a result into a recor
 (``score``). The loop knows none of them; strategies name them in their requests.
 
 - ``ppo``: the search's fitness: the cascade (a short single-seed run, then the full
-  multi-seed run for survivors), success on fresh episodes; sets ``record.success``.
+  multi-seed run for survivors), success on fresh episodes; sets ``record.success``,
+  the curves (``reward/<term>`` per named reward term), ``eval_terms`` and the feedback.
 - ``retrain``: N fresh seeds at the full budget, one stage (``options["seeds"]``, default
   5); the scores go to ``record.evaluations["retrain"]`` and never change the fitness.
 
@@ -32,7 +33,8 @@ GROUP = "limen_jax.evaluations"
 @dataclasses.dataclass(frozen=True)
 class JobContext:
     """What every kind needs to build a job: the run's task, PPO config, seed, seeds per
-    full run, cascade budget and watchdog, and the batch size to pad to."""
+    full run, cascade budget and watchdog, the batch size to pad to, and whether the
+    trained policies come back to be kept (``keep_policies``)."""
 
     task: Any
     ppo: Any
@@ -42,6 +44,7 @@ class JobContext:
     pad_to: int | None = None
     watchdog_s: float = 0.0
     watchdog_factor: float = 5.0
+    return_policies: bool = False
 
 
 class Evaluation(Protocol):
@@ -64,7 +67,8 @@ class PPO:
         short = b.short_steps if b.short_steps > 0 else b.full_steps  # 0: no cascade, one stage
         return EvalJob(ctx.task, interfaces, [ctx.seed * 1000 + s for s in range(ctx.seeds)],
                        Budget(short, b.full_steps, b.threshold), ctx.ppo, pad_to=ctx.pad_to,
-                       watchdog_s=ctx.watchdog_s, watchdog_factor=ctx.watchdog_factor, kind=self.name)
+                       watchdog_s=ctx.watchdog_s, watchdog_factor=ctx.watchdog_factor, kind=self.name,
+                       return_policies=ctx.return_policies)
 
     def run(self, job: EvalJob, budget_s: float | None) -> EvalBatch:
         return evaluate(job, budget_s)
@@ -84,6 +88,7 @@ class PPO:
         record.success = float(np.mean(record.success_per_seed))
         record.final_return = float(result.final_return)
         record.curves = {k: [float(x) for x in v] for k, v in result.curves.items()}
+        record.eval_terms = {k: float(v) for k, v in getattr(result, "eval_terms", {}).items()}
         # one feedback implementation: what is stored (and logged) is what the prompts show
         record.feedback = training_feedback(record) or {}
 

@@ -31,7 +31,8 @@ class EvalJob:
     batch is expected to take once earlier batches have been timed. pad_to: the batch size the
     search asks for; a batch that lost candidates to the checker is padded to it so compiled
     shapes repeat (None: no padding). kind: the evaluation kind that runs and scores it
-    (:mod:`limen_jax.search.evaluations`)."""
+    (:mod:`limen_jax.search.evaluations`). return_policies: bring each full-budget
+    candidate's trained policies back on its result (to keep them)."""
 
     task: Any
     interfaces: Sequence[Any]
@@ -42,6 +43,7 @@ class EvalJob:
     watchdog_s: float = 0.0
     watchdog_factor: float = 5.0
     kind: str = "ppo"
+    return_policies: bool = False
 
 
 @dataclasses.dataclass

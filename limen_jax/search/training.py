@@ -48,6 +48,8 @@ def _train(job: EvalJob, interfaces: list[Any], deadline: float | None) -> tuple
     b = job.budget
     kwargs: dict[str, Any] = dict(config=job.config, short_steps=b.short_steps, full_steps=b.full_steps,
                                   seeds=list(job.seeds), threshold=b.threshold)
+    if job.return_policies:
+        kwargs["return_policies"] = True
     try:
         return list(rl.run_cascade(job.task, interfaces, **kwargs, deadline=deadline, pad_to=job.pad_to)), None
     except BatchTimeout:

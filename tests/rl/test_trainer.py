@@ -17,7 +17,7 @@ from interfaces import corridor_interfaces
 from toy_tasks import Corridor, Reach1D
 
 from limen_jax.interface import Interface, default_interface
-from limen_jax.rl import BatchResult, BatchTrainer, PPOConfig, run_cascade, train_batch
+from limen_jax.rl import BatchTrainer, PPOConfig, run_cascade, train_batch
 from limen_jax.rl.cascade import stage_rows
 
 CFG = PPOConfig(num_envs=32, rollout_len=16, epochs=4, minibatches=4, lr=3e-3, eval_episodes=64)
@@ -281,23 +281,6 @@ def test_padded_cascade_keeps_its_shapes_and_its_results(runs):
     assert stage_rows([0, 2, 5], 8) == [0, 2, 5, 5] and stage_rows([0, 2, 5], 3) == [0, 2, 5]
     assert stage_rows([4], 8) == [4] and stage_rows([1, 3], 8) == [1, 3]
     assert stage_rows(list(range(5)), 6) == [0, 1, 2, 3, 4, 4]
-
-
-def test_feedback_summarises_the_learning_curve(runs):
-    success, curves, tr = runs["mixed_full"]
-    batch = BatchResult(tr.names, SEEDS, success, success, curves, 16 * CFG.steps_per_update, 1.0, 0.5)
-    fb = batch.feedback(0)
-    assert fb["name"] == "obs7" and len(fb["success_curve"]) == 10 and len(fb["return_curve"]) == 10
-    assert fb["success_curve"][-1] > fb["success_curve"][0] and fb["trend"] in ("improving", "flat")
-    assert fb["seed_spread"] == pytest.approx(float(success[0].max() - success[0].min()))
-    json.dumps(fb)
-    const = {"success": np.full((1, 1, 20), 0.5), "return": np.full((1, 1, 20), 2.0)}
-    flat = BatchResult(["x"], [0], np.zeros((1, 1)), np.zeros((1, 1)), const, 10, 1.0, 0.5)
-    assert flat.feedback(0)["trend"] == "flat" and flat.feedback(0)["plateau"]
-    rising = BatchResult(["x"], [0], np.zeros((1, 1)), np.zeros((1, 1)),
-                         {"success": np.linspace(0, 1, 20)[None, None], "return": np.linspace(0, 5, 20)[None, None]},
-                         10, 1.0, 0.5)  # fmt: skip
-    assert rising.feedback(0)["trend"] == "improving" and not rising.feedback(0)["plateau"]
 
 
 def test_gru_actor_critic_learns():
