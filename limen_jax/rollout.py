@@ -105,16 +105,19 @@ def _load(args: argparse.Namespace, plan: dict[str, Any]) -> tuple[Any, Any, Any
     from limen_jax.program import compile_interface
     from limen_jax.task import make
 
+    run = _run_config(args.run_dir)
     try:
         policy = load_policy(plan["dir"])
         meta = policy.metadata
-        task = make(meta["task"])
+        # a search run's config names the task as the run resolved it (an entry point, a
+        # family:name or module:Class); the policy's metadata holds the task's own name
+        task = make(run.get("task") or meta["task"])
     except (OSError, ValueError, KeyError) as exc:
         raise BadInput(f"the policy in {plan['dir']} cannot be read: {exc}") from None
     params = {k: float(v) for k, v in meta.get("task_params", {}).items()}
     if params and params != {k: float(v) for k, v in dict(task.params).items()}:
         task = task.with_params(**params)
-    mode = meta.get("mode") or _run_mode(args.run_dir)
+    mode = meta.get("mode") or _run_mode(run)
     if mode == "sparse":
         iface = default_interface(task)
     else:
@@ -127,14 +130,20 @@ def _load(args: argparse.Namespace, plan: dict[str, Any]) -> tuple[Any, Any, Any
     return task, iface, policy
 
 
-def _run_mode(run_dir: pathlib.Path) -> str:
-    """The run's mode (config.json), "full" when it has none."""
+def _run_config(run_dir: pathlib.Path) -> dict[str, Any]:
+    """The search run's config.json ({} when there is none, e.g. ``train --save-policy``)."""
     try:
         config = json.loads((run_dir / "config.json").read_text())
     except (OSError, ValueError):
-        return "full"
-    mode = config.get("mode", "full") if isinstance(config, dict) else "full"
-    return mode if mode in ("full", "obs_only", "reward_only") else "full"
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def _run_mode(config: dict[str, Any]) -> str:
+    """The run's program mode ("full" when it says none; sparse runs train no program)."""
+    search = config.get("search")
+    mode = search.get("mode", "full") if isinstance(search, dict) else "full"
+    return mode if mode in ("full", "obs_only", "reward_only", "sparse") else "full"
 
 
 def _frames(task: Any, log: Any, path: pathlib.Path) -> None:

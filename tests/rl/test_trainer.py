@@ -191,9 +191,18 @@ def test_cascade_gates_and_continues_the_short_run(runs):
     for curve in ("return", "success", "episodes"):
         np.testing.assert_allclose(good.curves_per_seed[curve], full["curves"][curve][0], rtol=1e-5, atol=1e-6)
     assert good.steps == U * CFG.steps_per_update and good.curves["success"].shape == (U,)
-    fb = good.feedback
-    assert fb["success_per_seed"] == [round(float(x), 4) for x in full["success"][0]]
-    assert fb["trend"] in ("improving", "flat", "declining") and isinstance(fb["plateau"], bool)
+
+
+def test_a_one_seed_cascade_continues_its_short_run(runs):
+    """With one seed the full stage trains only the rest of the budget (it failed with a
+    broadcast error for every program before, blamed on the program)."""
+    (good,) = run_cascade(Corridor(), [IFACES["obs7"]], config=CFG, short_steps=2 * CFG.steps_per_update,
+                          full_steps=U * CFG.steps_per_update, seeds=SEEDS[:1], threshold=0.0)  # fmt: skip
+    full = runs["obs7"]
+    assert good.stage == "full" and good.success_per_seed.shape == (1,)
+    np.testing.assert_array_equal(good.success_per_seed, full["success"][0][:1])
+    for curve in ("return", "success", "episodes"):
+        np.testing.assert_allclose(good.curves_per_seed[curve], full["curves"][curve][0][:1], rtol=1e-5, atol=1e-6)
 
 
 def test_a_batch_compiled_ahead_trains_with_nothing_left_to_compile(runs):
@@ -368,7 +377,6 @@ def test_non_finite_reward_freezes_only_its_slot_and_reports_the_update():
     assert np.isfinite(loss[:, :2]).all() and np.isnan(loss[:, 2:]).all()
     assert np.isfinite(good.curves_per_seed["policy_loss"]).all()  # its batch-mate trains on
     assert np.isfinite(bad.success)  # its parameters stayed finite (its evaluation return may be NaN: R is)
-    assert bad.feedback["diverged_at_update"] == 2 and "diverged_at_update" not in good.feedback
 
 
 def test_width_buckets_keep_search_shapes_few():
