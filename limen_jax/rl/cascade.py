@@ -143,7 +143,7 @@ def run_cascade(
         curves = {}
         for name, c2 in curves2.items():
             c = np.full(c2.shape[:2] + (full_u,), np.nan, np.float32)
-            if c.shape[1] > 1:  # the other seeds ran the whole budget (one seed: only the rest)
+            if len(seed_list) > 1:  # the other seeds ran the whole budget (one seed: only the rest)
                 c[:, 1:] = c2[:, 1:, :full_u]
             c[:, 0, :short_u] = curves1[name][rows, 0, :short_u]
             c[:, 0, short_u:] = c2[:, 0, :rest]
