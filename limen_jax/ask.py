@@ -138,10 +138,11 @@ def ask_and_check(
     for r in asks:
         if isinstance(r, ProgramRequest):
             log("prompt", id=r.id, iteration=r.iteration, island=r.island, parent=r.parent_id,
-                parents=list(r.parent_ids), operator=r.operator, sections=list(r.sections), system=r.system,
-                user=r.user)
+                parents=list(r.parent_ids), context=list(r.context_ids), operator=r.operator,
+                sections=list(r.sections), system=r.system, user=r.user)
         else:
-            log("prompt", id=r.id, iteration=r.iteration, kind="text", role=r.role, system=r.system, user=r.user)
+            log("prompt", id=r.id, iteration=r.iteration, kind="text", role=r.role, context=list(r.context_ids),
+                system=r.system, user=r.user)
     stops: list[BaseException] = []
     workers = max(1, min(concurrency or len(asks), len(asks) or 1))
     checkers = cf.ThreadPoolExecutor(max_workers=default_workers(), thread_name_prefix="limen-check")
@@ -231,7 +232,7 @@ def _stop(prepared: Prepared, stops: list[BaseException]) -> RunStop | None:
 
 def _record(request: ProgramRequest, metadata: dict[str, Any]) -> ProgramRecord:
     return ProgramRecord(id=request.id, code="", iteration=request.iteration, island=request.island,
-                         parent_ids=list(request.parent_ids), metadata=metadata)
+                         parent_ids=list(request.parent_ids), metadata={**metadata, "operator": request.operator})
 
 
 def _default_child(request: ProgramRequest, task: Any) -> Child:
@@ -240,7 +241,8 @@ def _default_child(request: ProgramRequest, task: Any) -> Child:
     iface = default_interface(task)
     record = ProgramRecord(id=request.id, code=DEFAULT_CODE, iteration=request.iteration, island=request.island,
                            obs_dim=iface.obs_dim, reward_ast_size=0,
-                           metadata={"mutator": "none (sparse baseline)", "source": "default"})
+                           metadata={"mutator": "none (sparse baseline)", "source": "default",
+                                     "operator": request.operator})
     return Child(request, record, iface)
 
 

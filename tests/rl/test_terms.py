@@ -110,11 +110,11 @@ def test_keep_policies_all_best_none(mixed, tmp_path):
 
     def result(k, success):
         return CascadeResult(name=f"c{k}", stage="full", passed=True, short_success=0.0, success_per_seed=np.zeros(2),
-                             success=success, final_return=0.0, curves={}, curves_per_seed={}, steps=0, feedback={},
+                             success=success, final_return=0.0, curves={}, curves_per_seed={}, steps=0,
                              policies=mixed.policies[k])  # fmt: skip
 
     pairs = [("it0001-c00", result(0, 0.5)), ("it0001-c01", result(1, 0.75)),
-             ("it0001-c02", CascadeResult("x", "short", False, 0.0, np.zeros(1), 0.9, 0.0, {}, {}, 0, {}))]  # fmt: skip
+             ("it0001-c02", CascadeResult("x", "short", False, 0.0, np.zeros(1), 0.9, 0.0, {}, {}, 0))]  # fmt: skip
     assert keep_policies(tmp_path / "none", pairs, "none") == []
     best = keep_policies(tmp_path / "best", pairs, "best")
     assert best == [policy_dir(tmp_path / "best", "it0001-c01", s).absolute() for s in (1, 2)]
