@@ -194,7 +194,8 @@
     const layout = {
       margin: { l: 50, r: 10, t: 10, b: 40 }, hovermode: "closest", uirevision: `${colourBy}|${yBy}`,
       xaxis: { title: { text: "iteration" }, dtick: 1, zeroline: false },
-      yaxis: { title: { text: yBy === "success" ? "success" : "candidate" }, zeroline: false },
+      yaxis: yBy === "success" ? { title: { text: "success" }, zeroline: false }
+        : { title: { text: "candidate" }, zeroline: false, dtick: 1 },
       legend: { orientation: "h", y: -0.15 },
     };
     const node = document.getElementById("lineage");
@@ -360,13 +361,13 @@
       { type: "scatter", mode: "lines", name: "best so far", x: its, y: prog.map((p) => p.best), line: { shape: "hv", color: "#111", width: 2 },
         hovertext: prog.map((p) => esc(p.best_id || "")), hoverinfo: "text+y" },
     ], { title: { text: "success by iteration", font: { size: 13 } }, margin: { l: 45, r: 10, t: 30, b: 40 },
-      xaxis: { title: { text: "iteration" }, dtick: 1 }, yaxis: { title: { text: "success" }, range: [-0.05, 1.05] },
+      xaxis: { title: { text: "iteration" }, dtick: 1, zeroline: false }, yaxis: { title: { text: "success" }, range: [-0.05, 1.05] },
       legend: { orientation: "h", y: -0.25 }, uirevision: "best" }, PLOT_CONFIG);
     Plotly.react("cost-chart", [
       { type: "bar", name: "LLM calls", x: its, y: prog.map((p) => p.calls), marker: { color: "#c7d3e3" }, yaxis: "y2" },
       { type: "scatter", mode: "lines+markers", name: "spend so far ($)", x: its, y: prog.map((p) => p.cost_total_usd), line: { color: "#ff7f0e" } },
     ], { title: { text: "cost by iteration", font: { size: 13 } }, margin: { l: 50, r: 50, t: 30, b: 40 },
-      xaxis: { title: { text: "iteration" }, dtick: 1 }, yaxis: { title: { text: "$ (cumulative)" }, rangemode: "tozero" },
+      xaxis: { title: { text: "iteration" }, dtick: 1, zeroline: false }, yaxis: { title: { text: "$ (cumulative)" }, rangemode: "tozero" },
       yaxis2: { title: { text: "calls" }, overlaying: "y", side: "right", rangemode: "tozero" },
       legend: { orientation: "h", y: -0.25 }, uirevision: "cost" }, PLOT_CONFIG);
     const best = document.getElementById("best-chart");
