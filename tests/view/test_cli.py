@@ -121,7 +121,7 @@ def test_static_is_self_contained_and_escapes_untrusted_text(tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr
     html = out.read_text()
     # no network: every script inline, no src=/href= to anywhere
-    assert not re.search(r"<script[^>]*\bsrc=", html) and not re.search(r"<link[^>]*\bhref=", html)
+    assert not re.search(r"<script[^>]*\bsrc=", html) and not re.search(r"<link[^>]*\bhref=\"(?!data:)", html)
     # and the page may not fetch anything (plotly.js names a map server it never uses here)
     assert "default-src 'none'" in html and "connect-src" not in html
     # the untrusted text appears only escaped: the page's own three script elements (plotly, the

@@ -32,8 +32,7 @@
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
   // For strings handed to Plotly, whose labels understand a few HTML tags.
   function esc(s) {
-    return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
-      .replace(/"/g, "&quot;").replace(/'/g, "&#39;");
+    return String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
   }
   function fmt(x, digits) {
     if (x === null || x === undefined) return "–";
@@ -196,7 +195,7 @@
       xaxis: { title: { text: "iteration" }, dtick: 1, zeroline: false },
       yaxis: yBy === "success" ? { title: { text: "success" }, zeroline: false }
         : { title: { text: "candidate" }, zeroline: false, dtick: 1 },
-      legend: { orientation: "h", y: -0.15 },
+      legend: { orientation: "h", y: -0.15 }, showlegend: true,
     };
     const node = document.getElementById("lineage");
     Plotly.react(node, traces, layout, PLOT_CONFIG);
