@@ -86,7 +86,7 @@ def _serve(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
     host, port = server.server_address[:2]
-    url = f"http://{host}:{port}/"
+    url = f"http://{host!s}:{port}/"
     print(f"limen_jax view of {args.run_dir}: {url}  (Ctrl-C to stop)", flush=True)
     if args.open:
         webbrowser.open(url)

@@ -378,11 +378,11 @@ def detail(run: Run, program_id: str) -> dict[str, Any]:
         raise KeyError(program_id)
     if record is None:  # asked for, not recorded yet
         assert prompt is not None
-        parents = [str(x) for x in (prompt.get("parents") or ([prompt["parent"]] if prompt.get("parent") else []))]
+        asked = [str(x) for x in (prompt.get("parents") or ([prompt["parent"]] if prompt.get("parent") else []))]
         record = {**DEFAULTS, "id": program_id, "iteration": prompt.get("iteration", 0),
-                  "island": prompt.get("island", 0), "parent_ids": parents, "stage": "pending", "success": None}
+                  "island": prompt.get("island", 0), "parent_ids": asked, "stage": "pending", "success": None}
     code = _code(run, program_id)
-    parents = []
+    parents: list[dict[str, Any]] = []
     for pid in record["parent_ids"]:
         pid = str(pid)
         known = pid in run.records

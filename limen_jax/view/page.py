@@ -65,8 +65,9 @@ def _html_escape(text: str) -> str:
 def served_html(title: str) -> str:
     csp = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
            "connect-src 'self'; font-src 'self' data:")
-    head = '<link rel="stylesheet" href="static/style.css">\n<script src="static/plotly.min.js"></script>'
-    return _fill(title, csp, head, '<script src="static/app.js"></script>')
+    # app.js first: it asks for the run's data while the browser parses plotly.js
+    body = '<script src="static/app.js"></script>\n<script src="static/plotly.min.js"></script>'
+    return _fill(title, csp, '<link rel="stylesheet" href="static/style.css">', body)
 
 
 def embed_json(data: Any) -> str:
@@ -88,7 +89,6 @@ def static_html(title: str, data: Any) -> str:
         raise RuntimeError("a bundled script contains '</script'; cannot inline it")
     csp = (f"default-src 'none'; script-src {_sha256(plotly)} {_sha256(app)}; style-src 'unsafe-inline'; "
            "img-src data: blob:; font-src data:")
-    head = f"<style>\n{style}\n</style>\n<script>{plotly}</script>"
     body = (f'<script id="limen-data" type="application/json">{embed_json(data)}</script>\n'
-            f"<script>{app}</script>")
-    return _fill(title, csp, head, body)
+            f"<script>{app}</script>\n<script>{plotly}</script>")
+    return _fill(title, csp, f"<style>\n{style}\n</style>", body)
