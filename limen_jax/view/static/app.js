@@ -118,11 +118,11 @@
   }
 
   // ---- lineage graph -----------------------------------------------------------------------
-  // One tick per iteration in a short run; in a long one Plotly picks a few (each label is
-  // measured in the DOM, and a hundred of them cost more than the rest of a chart).
+  // Integer ticks, about ten at most: Plotly's own choice puts halves on a short axis, and one
+  // label per iteration of a long run costs more than the rest of the chart (each is measured).
+  function intTicks(max) { return { tick0: 0, dtick: Math.max(1, Math.ceil((max || 1) / 10)) }; }
   function iterationAxis(run) {
-    const n = run.progress.length;
-    return { title: { text: "iteration" }, zeroline: false, ...(n <= 15 ? { dtick: 1 } : { tickformat: "d" }) };
+    return { title: { text: "iteration" }, zeroline: false, ...intTicks(run.progress.length - 1) };
   }
   function positions(run, yBy) {
     const pos = new Map();
@@ -207,7 +207,7 @@
       margin: { l: 50, r: 10, t: 10, b: 40 }, hovermode: "closest", uirevision: `${colourBy}|${yBy}`,
       xaxis: iterationAxis(run),
       yaxis: yBy === "success" ? { title: { text: "success" }, zeroline: false }
-        : { title: { text: "candidate" }, zeroline: false, tickformat: "d", rangemode: "tozero" },
+        : { title: { text: "candidate" }, zeroline: false, ...intTicks(Math.max(0, ...[...pos.values()].map((v) => v[1]))) },
       legend: { orientation: "h", y: -0.15 }, showlegend: true,
     };
     const node = document.getElementById("lineage");
@@ -261,7 +261,7 @@
       }
       const title = key.startsWith("reward/") ? `reward term: ${key.slice(7)}` : key;
       plots.push([div, traces, { title: { text: esc(title), font: { size: 12 } }, margin: { l: 40, r: 8, t: 26, b: 26 },
-        showlegend: false, xaxis: { title: { text: "" } } }]);
+        showlegend: false, xaxis: intTicks(ys.length - 1) }]);
     }
     return [box, plots];
   }
@@ -380,7 +380,8 @@
       { type: "scatter", mode: "lines+markers", name: "spend so far ($)", x: its, y: prog.map((p) => p.cost_total_usd), line: { color: "#ff7f0e" } },
     ], { title: { text: "cost by iteration", font: { size: 13 } }, margin: { l: 50, r: 50, t: 30, b: 40 },
       xaxis: iterationAxis(run), yaxis: { title: { text: "$ (cumulative)" }, rangemode: "tozero" },
-      yaxis2: { title: { text: "calls" }, overlaying: "y", side: "right", rangemode: "tozero" },
+      yaxis2: { title: { text: "calls" }, overlaying: "y", side: "right", rangemode: "tozero",
+        ...intTicks(Math.max(0, ...prog.map((p) => p.calls))) },
       legend: { orientation: "h", y: -0.25 }, uirevision: "cost" }, PLOT_CONFIG);
     const best = document.getElementById("best-chart");
     if (!best.dataset.bound) {
