@@ -116,7 +116,19 @@ def load(path: str | os.PathLike[str]) -> Run:
             name = raw.get("id", f"#{i}") if isinstance(raw, dict) else f"#{i}"
             raise RunDirError(f"{state_path}: program {name} lacks {', '.join(missing)}: written by an older "
                               "version of limen_jax, which this viewer does not read")
-        records[str(raw["id"])] = {**DEFAULTS, **raw, "id": str(raw["id"])}
+        record = {**DEFAULTS, **raw, "id": str(raw["id"])}
+        if not _well_typed(record):
+            raise RunDirError(f"{state_path}: program {record['id']} has fields of the wrong type (iteration, island, "
+                              "parent_ids, success, curves, metadata): not a limen_jax checkpoint")
+        records[record["id"]] = record
+    try:
+        config_grid = archive.get("config", {}).get("grid")
+        spec = GridSpec.from_dict(config_grid) if config_grid is not None else GridSpec()
+        saved = Grid.from_dict(archive["grid"])
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:
+        raise RunDirError(f"{state_path}: the archive's grid cannot be read ({type(exc).__name__}: {exc})") from None
+    if saved.spec != spec:
+        raise RunDirError(f"{state_path}: the archive's grid does not match its config")
     events = read_events(events_path)
     prompts: dict[str, dict[str, Any]] = {}
     responses: dict[str, dict[str, Any]] = {}
@@ -126,6 +138,16 @@ def load(path: str | os.PathLike[str]) -> Run:
         elif e["event"] == "response" and "id" in e:
             responses[str(e["id"])] = e
     return Run(root, config, state, events, records, prompts, responses)
+
+
+def _well_typed(r: dict[str, Any]) -> bool:
+    number = (int, float)
+    return (isinstance(r["iteration"], int) and isinstance(r["island"], int) and isinstance(r["parent_ids"], list)
+            and (r["success"] is None or isinstance(r["success"], number))
+            and isinstance(r["curves"], dict) and isinstance(r["metadata"], dict)
+            and isinstance(r["evaluations"], dict) and isinstance(r["success_per_seed"], list)
+            and (r["obs_dim"] is None or isinstance(r["obs_dim"], int))
+            and (r["reward_ast_size"] is None or (isinstance(r["reward_ast_size"], int) and r["reward_ast_size"] >= 0)))
 
 
 def stamp(path: str | os.PathLike[str]) -> str:

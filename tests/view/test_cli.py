@@ -58,7 +58,21 @@ def _state_is_a_list(root: Path) -> None:
     (root / "state.json").write_text("[]")
 
 
+def _junk_record(root: Path) -> None:
+    state = json.loads((root / "state.json").read_text())
+    state["archive"]["programs"][0]["island"] = "zero"
+    (root / "state.json").write_text(json.dumps(state))
+
+
+def _junk_grid(root: Path) -> None:
+    state = json.loads((root / "state.json").read_text())
+    state["archive"]["grid"] = {"spec": {"obs_edges": [5, 1]}, "ids": [], "fitness": []}
+    (root / "state.json").write_text(json.dumps(state))
+
+
 BAD = {
+    "a record of the wrong types": (_junk_record, "has fields of the wrong type"),
+    "a grid that cannot be read": (_junk_grid, "the archive's grid cannot be read"),
     "half-written config.json": (_half_config, "config.json is not valid JSON"),
     "half-written state.json": (_half_state, "state.json is not valid JSON"),
     "killed before its first checkpoint": (_no_state, "has no checkpoint (state.json) yet"),
