@@ -14,6 +14,7 @@ there is none). Bad input: one line on stderr, exit status 2, nothing written.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import pathlib
 import sys
@@ -42,37 +43,78 @@ def _fail(message: str) -> int:
     return 2
 
 
+@dataclasses.dataclass
+class RolloutReport:
+    """What a rollout of a kept policy shows: success and mean return and length over the
+    episodes, each reward term's mean episode sum (by name), the seconds it took (load,
+    check, compile, roll out), and episode 0 as a GIF (``gif``) or why there is none
+    (``note``)."""
+
+    program_id: str
+    seed: int
+    task: str
+    episodes: int
+    success: float
+    returns: float
+    length: float
+    terms: dict[str, float]
+    seconds: float
+    gif: bytes | None = None
+    note: str = ""
+
+
+def roll_out(run_dir: str | pathlib.Path, program_id: str, *, seed: int | None = None, episodes: int = 64,
+             rollout_seed: int = 0, frames: bool = False) -> RolloutReport:
+    """Roll out the kept policy of ``program_id`` (the command's work, as a library call:
+    the run viewer calls it). Raises :class:`BadInput` (or a ProgramError) for what cannot
+    be rolled out."""
+    from limen_jax.rl.rollouts import rollouts
+
+    args = argparse.Namespace(run_dir=pathlib.Path(run_dir), program_id=program_id, seed=seed, episodes=episodes,
+                              rollout_seed=rollout_seed, frames=None)
+    plan = _plan(args)
+    start = time.perf_counter()
+    task, iface, policy = _load(args, plan)
+    log = rollouts(task, iface, policy, rollout_seed, episodes, keep_sims=frames)
+    report = RolloutReport(
+        program_id=program_id, seed=int(policy.metadata["seed"]), task=task.name, episodes=episodes,
+        success=float(log.success.mean()), returns=float(log.returns.mean()), length=float(log.length.mean()),
+        terms=dict(zip(iface.reward_terms, log.episode_terms.mean(0).tolist(), strict=True)), seconds=0.0,
+    )
+    if frames:
+        report.gif, report.note = _gif(task, log)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        plan = _plan(args)
+        _plan(args)
     except BadInput as exc:
         return _fail(str(exc))
     from limen_jax.program import ProgramError
 
-    start = time.perf_counter()
     try:
-        task, iface, policy = _load(args, plan)
+        r = roll_out(args.run_dir, args.program_id, seed=args.seed, episodes=args.episodes,
+                     rollout_seed=args.rollout_seed, frames=args.frames is not None)
     except (BadInput, ProgramError) as exc:
         return _fail(str(exc))
-    from limen_jax.rl.rollouts import rollouts
-
-    log = rollouts(task, iface, policy, args.rollout_seed, args.episodes, keep_sims=args.frames is not None)
-    success = float(log.success.mean())
-    terms = dict(zip(iface.reward_terms, log.episode_terms.mean(0).tolist(), strict=True))
-    seconds = time.perf_counter() - start
-    returns, length = float(log.returns.mean()), float(log.length.mean())
-    print(f"{args.program_id} seed {policy.metadata['seed']} on {task.name}: success {success:.3f} over "
-          f"{args.episodes} episodes; return {returns:.4g}, length {length:.1f}")  # fmt: skip
-    for name, value in terms.items():
+    print(f"{r.program_id} seed {r.seed} on {r.task}: success {r.success:.3f} over "
+          f"{r.episodes} episodes; return {r.returns:.4g}, length {r.length:.1f}")  # fmt: skip
+    for name, value in r.terms.items():
         print(f"term {name}: {value:.4g} per episode")
     if args.frames is not None:
-        _frames(task, log, args.frames)
-    print(f"{seconds:.1f} s (load, check, compile, roll out)")
+        if r.gif is None:
+            print(f"no frames written: {r.note}")
+        else:
+            args.frames.write_bytes(r.gif)
+            print(f"wrote {r.note} to {args.frames}")
+    print(f"{r.seconds:.1f} s (load, check, compile, roll out)")
     if args.json:
-        print(json.dumps({"program_id": args.program_id, "seed": policy.metadata["seed"], "task": task.name,
-                          "episodes": args.episodes, "success": success, "return": returns,
-                          "terms": terms, "seconds": round(seconds, 3)}))  # fmt: skip
+        print(json.dumps({"program_id": r.program_id, "seed": r.seed, "task": r.task, "episodes": r.episodes,
+                          "success": r.success, "return": r.returns, "terms": r.terms,
+                          "seconds": round(r.seconds, 3)}))  # fmt: skip
     return 0
 
 
@@ -146,8 +188,11 @@ def _run_mode(config: dict[str, Any]) -> str:
     return mode if mode in ("full", "obs_only", "reward_only", "sparse") else "full"
 
 
-def _frames(task: Any, log: Any, path: pathlib.Path) -> None:
-    """Episode 0 (its start state, then every step it lived) as a GIF, if the task renders."""
+def _gif(task: Any, log: Any) -> tuple[bytes | None, str]:
+    """Episode 0 (its start state, then every step it lived) as GIF bytes and "N frames",
+    or (None, why not) when the task does not render."""
+    import io
+
     import jax
     import numpy as np
     from PIL import Image
@@ -156,11 +201,11 @@ def _frames(task: Any, log: Any, path: pathlib.Path) -> None:
     try:
         frames = [task.render(jax.tree.map(lambda x, t=t: x[t], log.sims)) for t in range(steps)]
     except NotImplementedError as exc:
-        print(f"no frames written: {exc}")
-        return
+        return None, str(exc)
     images = [Image.fromarray(np.asarray(f, np.uint8)) for f in frames]
-    images[0].save(path, save_all=True, append_images=images[1:], duration=120, loop=0)
-    print(f"wrote {len(images)} frames to {path}")
+    out = io.BytesIO()
+    images[0].save(out, format="GIF", save_all=True, append_images=images[1:], duration=120, loop=0)
+    return out.getvalue(), f"{len(images)} frames"
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ Routes (GET only; everything else is 404/405):
     /api/run               :func:`limen_jax.view.data.summary`
     /api/program?id=<id>   :func:`limen_jax.view.data.detail` of one program
     /api/stamp             {"stamp": ...}: changes when the run writes; the page polls it
+    /api/rollout?id=<id>   roll out the program's kept policy (:func:`limen_jax.rollout.roll_out`,
+                           16 episodes): success, each term's episode sum, episode 0 as a GIF
 
 No route maps a URL to a path: the run directory is read only through ``data``, so nothing
 outside it (nor any file of it but those ``data`` reads) is served. The run is re-read when
@@ -54,7 +56,45 @@ class RunCache:
             return self._run, self._summary
 
 
+class Rollouts:
+    """Rollouts of kept policies, on demand, one at a time, remembered per program."""
+
+    EPISODES = 16
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._done: dict[str, tuple[int, bytes]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, program_id: str) -> tuple[int, bytes]:
+        """(HTTP status, JSON body): the report, or why there is none (one line)."""
+        with self._lock:  # a compile at a time: two clicks do not train the CPU twice
+            if program_id not in self._done:
+                self._done[program_id] = self._run(program_id)
+            return self._done[program_id]
+
+    def _run(self, program_id: str) -> tuple[int, bytes]:
+        import base64
+
+        from limen_jax.program import ProgramError
+        from limen_jax.rollout import BadInput, roll_out
+
+        try:
+            r = roll_out(self.path, program_id, episodes=self.EPISODES, frames=True)
+        except (BadInput, ProgramError) as exc:
+            return 404, data.to_json({"error": str(exc)}).encode()
+        except Exception as exc:  # the engine's: said on the page, the server goes on
+            return 500, data.to_json({"error": f"the rollout failed: {type(exc).__name__}: {exc}"}).encode()
+        return 200, data.to_json({
+            "program_id": r.program_id, "seed": r.seed, "episodes": r.episodes, "success": r.success,
+            "return": r.returns, "length": r.length, "terms": r.terms, "seconds": round(r.seconds, 2),
+            "gif": base64.b64encode(r.gif).decode() if r.gif else None, "note": r.note,
+        }).encode()
+
+
 def make_handler(cache: RunCache, title: str) -> type[BaseHTTPRequestHandler]:
+    rollouts = Rollouts(cache.path)
+
     class Handler(BaseHTTPRequestHandler):
         server_version = "limen-view"
         sys_version = ""
@@ -102,6 +142,9 @@ def make_handler(cache: RunCache, title: str) -> type[BaseHTTPRequestHandler]:
                         self._json(404, data.to_json({"error": f"no program {pid!r}"}))
                         return
                     self._json(200, data.to_json(detail))
+                elif route == "/api/rollout":
+                    status, body = rollouts.get(parse_qs(url.query).get("id", [""])[0])
+                    self._json(status, body)
                 else:
                     self._json(404, data.to_json({"error": "not found"}))
             except data.RunDirError as exc:

@@ -207,3 +207,25 @@ def test_live_run_is_followed(browser: Any, tmp_path: Path) -> None:
         click_node(pg, "it0003-c01")
         assert pg.locator("#detail-title").text_content() == "it0003-c01"
         assert errors == []
+
+
+def test_a_kept_policy_rolls_out_from_the_page(browser: Any, real_run: Path) -> None:
+    """The run kept the best policy of each batch (--keep-policies best): its node's panel
+    has a button that rolls it out on the server and shows success, each term and the
+    episode's frames (xland renders); a program without a kept policy has no button."""
+    run = data.load(real_run)
+    kept = sorted(p.name for p in (real_run / "policies").iterdir())
+    assert kept and all(pid in run.records for pid in kept)
+    other = next(pid for pid in run.records if pid not in kept)
+    with Served(real_run) as s:
+        pg, errors = open_page(browser, s.url)
+        click_node(pg, other)
+        assert pg.locator("#detail .rollout-button").count() == 0
+        click_node(pg, kept[-1])
+        pg.locator("#detail .rollout-button").click()
+        frames = pg.locator("#detail img.rollout-frames")
+        frames.wait_for(timeout=180_000)
+        assert pg.evaluate("() => document.querySelector('#detail img.rollout-frames').naturalWidth") > 0
+        shown = pg.locator("#detail .rollout").text_content()
+        assert "success" in shown and "seconds" in shown and "no frames" not in shown
+        assert errors == []

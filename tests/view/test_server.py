@@ -58,6 +58,10 @@ def test_routes(served: tuple[str, Path]) -> None:
     assert status == 200 and json.loads(body)["parents"][1]["id"] == "it0000-c01"
     status, body, _ = get(base + "/api/stamp")
     assert status == 200 and json.loads(body)["stamp"] == run["stamp"]
+    # a rollout needs a kept policy (tests/view/test_browser.py rolls out a real one)
+    for pid, says in (("it0001-c01", "no kept policy for 'it0001-c01'"), ("../../etc", "not a program id")):
+        status, body, _ = get(f"{base}/api/rollout?id={pid}")
+        assert status == 404 and says in json.loads(body)["error"]
 
 
 @pytest.mark.parametrize("path", [

@@ -336,10 +336,30 @@
     if (d.policy) {
       const list = el("ul", {});
       for (const f of d.policy) list.appendChild(el("li", { text: `${f.name} (${f.bytes} bytes)` }));
-      box.appendChild(section("Kept policy", true, el("p", { class: "hint", text: `policies/${d.id}/` }), list));
+      const parts = [el("p", { class: "hint", text: `policies/${d.id}/` }), list];
+      if (!bundle) parts.push(rolloutButton(d.id));  // a static file has no server to roll out with
+      box.appendChild(section("Kept policy", true, ...parts));
     }
     box.appendChild(section("Metadata", false, jsonBlock(d.metadata)));
     for (const [div, traces, layout] of plots) Plotly.newPlot(div, traces, layout, { displayModeBar: false, responsive: true });
+  }
+  function rolloutButton(id) {
+    const out = el("div", { class: "rollout" });
+    const button = el("button", { type: "button", class: "rollout-button", text: "Roll out (16 episodes)" });
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      out.replaceChildren(el("p", { class: "hint", text: "rolling out: checking the program, compiling, running ..." }));
+      const r = await fetch("api/rollout?id=" + encodeURIComponent(id), { cache: "no-store" });
+      const body = await r.json();
+      if (!r.ok) { out.replaceChildren(el("p", { class: "error", text: body.error })); button.disabled = false; return; }
+      const rows = [["success", fmt(body.success, 3)], ["return", fmt(body.return, 4)], ["length", fmt(body.length, 1)],
+        ...Object.entries(body.terms).map(([k, v]) => [`term ${k}`, fmt(v, 4)]), ["seed", body.seed], ["seconds", body.seconds]];
+      const parts = [kv(rows)];
+      if (body.gif) parts.push(el("img", { class: "rollout-frames", alt: `episode 0 of ${id}`, src: "data:image/gif;base64," + body.gif }));
+      else parts.push(el("p", { class: "hint", text: `no frames: ${body.note}` }));
+      out.replaceChildren(...parts);
+    });
+    return el("div", {}, button, out);
   }
   async function select(id, keepHash) {
     state.selected = id;
