@@ -114,6 +114,10 @@ class Loop:
 
         saved = self.rd.read_json("config.json")
         state = self.rd.read_json("state.json")
+        for note in self.rd.notes:  # what opening the run dir repaired
+            self._say(f"resume: {note}")
+        if any("state.json" in n for n in self.rd.notes):
+            self.rd.log("checkpoint_fallback", message=[n for n in self.rd.notes if "state.json" in n][0])
         name = strategy_for(self.mode, self.config.search.strategy)
         self.strategy = make_strategy(name, self.config.search.options, (state or {}).get("strategy"))
         pipeline = resolve_pipeline(self.config.search, self.config.llm, lookahead=self.strategy.lookahead,
@@ -525,10 +529,18 @@ class Loop:
                 f"program {best.id} (iteration {best.iteration}), success {best.success:.3f} "
                 f"(per seed: {', '.join(f'{s:.3f}' for s in best.success_per_seed)}), "
                 f"obs_dim {best.obs_dim}, reward AST {best.reward_ast_size}.\n"
-                f"Train it: python -m limen_jax.train --task {self.task.name} "
-                f'--interface best_interface.py --seeds 10\n"""\n'
+                f"Train it: python -m limen_jax.train --task {self.config.task} {self._train_flags()} "
+                f'--seeds 10\n"""\n'
             )
             write_text_atomic(self.rd.path / "best_interface.py", header + best.code)
+
+    def _train_flags(self) -> str:
+        """How ``limen_jax.train`` trains what this run's best is: the sparse baseline is the
+        task's default; an ablation keeps the other half from the default too."""
+        if self.mode == "sparse":
+            return "--default"
+        mode = f" --mode {self.program_mode}" if self.program_mode != "full" else ""
+        return f"--interface best_interface.py{mode}"
 
     def _write_plots(self) -> None:
         """progress.png and archive.png, when a checkpoint came since they were drawn (and

@@ -4,7 +4,8 @@ Layout::
 
     config.json          the EvolveConfig
     events.jsonl         append-only log: prompts, responses, programs, errors, scores
-    state.json           checkpoint after each finished iteration (store, archive, spend)
+    state.json           checkpoint after each finished iteration (store, archive, spend);
+                         state.json.prev, the one before it (what a damaged one falls back to)
     llm_cache.jsonl      every LLM answer, for resume and exact replay
     programs/<id>.py     every candidate's source
     best_interface.py    the best program so far, with a header of its scores
@@ -25,6 +26,29 @@ class RunDir:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         (self.path / "programs").mkdir(exist_ok=True)
+        self.notes: list[str] = []  # what opening the directory repaired, for the run to report
+        self._heal_events()
+
+    def _heal_events(self) -> None:
+        """Cut a last line torn by a kill mid-write back to the last complete record, so that
+        the next event starts a line of its own (the cut is logged)."""
+        path = self.events_path
+        if not path.exists() or path.stat().st_size == 0:
+            return
+        with open(path, "rb+") as fh:
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) == b"\n":
+                return
+            fh.seek(0)
+            data = fh.read()
+            keep = data.rfind(b"\n") + 1
+            fh.truncate(keep)
+            fh.flush()
+            os.fsync(fh.fileno())
+        torn = data[keep:]
+        self.log("events_repaired", cut_bytes=len(torn), cut=torn[:200].decode("utf-8", "replace"))
+        self.notes.append(f"{path} ended in a line torn by a kill; cut it back to the last complete record "
+                          f"({len(torn)} bytes)")
 
     @property
     def events_path(self) -> Path:
@@ -55,12 +79,35 @@ class RunDir:
         return out
 
     def write_json(self, name: str, data: Any) -> None:
-        """Atomic write: a kill leaves either the old or the new file, never half of one."""
-        write_text_atomic(self.path / name, json.dumps(data, indent=1, default=_jsonable))
+        """Atomic write: a kill leaves either the old or the new file, never half of one; the
+        old one stays as ``<name>.prev``, the copy a damaged file falls back to."""
+        path = self.path / name
+        text = json.dumps(data, indent=1, default=_jsonable)
+        if path.exists():
+            os.replace(path, path.with_name(name + ".prev"))
+        write_text_atomic(path, text)
 
     def read_json(self, name: str) -> Any:
+        """The file's data; if it is missing or damaged but ``<name>.prev`` is good, that
+        (noted in :attr:`notes`); None when neither exists. ValueError naming the files when
+        what exists cannot be read."""
         path = self.path / name
-        return json.loads(path.read_text()) if path.exists() else None
+        damaged = []
+        for candidate in (path, path.with_name(name + ".prev")):
+            if not candidate.exists():
+                continue
+            try:
+                data = json.loads(candidate.read_text(encoding="utf-8"))
+            except (ValueError, UnicodeDecodeError) as exc:
+                damaged.append(f"{candidate} ({exc})")
+                continue
+            if candidate != path:
+                why = f"is damaged ({damaged[0]})" if damaged else "is missing (a kill between two writes)"
+                self.notes.append(f"{path} {why}; using the previous copy {candidate.name}")
+            return data
+        if damaged:
+            raise ValueError(f"cannot read {' or '.join(damaged)}; the run cannot resume from it")
+        return None
 
     def write_program(self, program_id: str, code: str) -> None:
         write_text_atomic(self.path / "programs" / f"{program_id}.py", code)

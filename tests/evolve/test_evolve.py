@@ -15,6 +15,7 @@ from toy_task import ToyCorridor
 
 import limen_jax as lj
 from limen_jax.evolve import main
+from limen_jax.train import main as train_main
 from limen_jax.llm import MutationResponse
 
 HERE = Path(__file__).parent
@@ -218,6 +219,19 @@ def test_sparse_and_obs_only_modes(tmp_path):
                     run_dir=tmp_path / "o", verbose=False)
     codes = [r.code for r in obs.records if r.code]
     assert codes and all("def compute_reward" not in c and "def get_observation" in c for c in codes)
+    # the "Train it:" line of each run's best_interface.py runs as printed (a tiny budget added)
+    for run, flags in ((sparse, "--default"), (obs, "--interface best_interface.py --mode obs_only")):
+        header = (run.run_dir / "best_interface.py").read_text()
+        command = next(line for line in header.splitlines() if line.startswith("Train it: "))
+        assert command == f"Train it: python -m limen_jax.train --task toy_corridor {flags} --seeds 10"
+        argv = command.split("python -m limen_jax.train ")[1].split()
+        cwd = os.getcwd()
+        os.chdir(run.run_dir)
+        try:
+            assert train_main([*argv, "--steps", "1024", "--ppo", *(f"{k}={v}" for k, v in TINY_PPO.items()
+                                                                     if not isinstance(v, list))]) == 0
+        finally:
+            os.chdir(cwd)
 
 
 def test_xland_easy_cli_end_to_end(tmp_path, capsys):
