@@ -15,8 +15,8 @@ from toy_task import ToyCorridor
 
 import limen_jax as lj
 from limen_jax.evolve import main
-from limen_jax.train import main as train_main
 from limen_jax.llm import MutationResponse
+from limen_jax.train import main as train_main
 
 HERE = Path(__file__).parent
 TINY_PPO = {"num_envs": 32, "rollout_len": 8, "epochs": 2, "minibatches": 2, "eval_episodes": 32,
