@@ -29,6 +29,10 @@ import time
 from typing import Any
 
 
+class BadInput(Exception):
+    """The command line asks for something that cannot be trained: one line, exit 2."""
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m limen_jax.train", description=__doc__.split("\n\n")[0])
     p.add_argument("--task", required=True, help="registered task name or package.module:Class")
@@ -57,9 +61,65 @@ def _pairs(items: list[str], flag: str) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise SystemExit(f"{flag}: expected KEY=VALUE, got {item!r}")
+            raise BadInput(f"{flag}: expected KEY=VALUE, got {item!r}")
         out[key] = value
     return out
+
+
+def _prepare(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, float]]:
+    """Check the command line and build the task, the interface and the PPO config; every
+    bad value raises :class:`BadInput` naming it, before anything trains or is written."""
+    if args.seeds < 1:
+        raise BadInput(f"--seeds must be at least 1, got {args.seeds}")
+    if args.steps < 1:
+        raise BadInput(f"--steps must be at least 1, got {args.steps}")
+    if args.save_policy is not None and args.save_policy.exists() and not args.save_policy.is_dir():
+        raise BadInput(f"--save-policy: {args.save_policy} exists and is not a directory")
+    source = None
+    if not (args.default or args.mode == "sparse"):
+        try:
+            source = args.interface.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            why = "is not text (UTF-8)" if isinstance(exc, UnicodeDecodeError) else f"cannot be read ({exc.strerror})"
+            raise BadInput(f"--interface {args.interface} {why}") from None
+    # heavy imports after the cheap checks, so --help and typos answer at once
+    from limen_jax.interface import default_interface
+    from limen_jax.rl import PPOConfig
+    from limen_jax.task import make
+
+    try:
+        task = make(args.task)
+    except (KeyError, ImportError, ValueError, AttributeError) as exc:
+        raise BadInput(f"unknown task {args.task!r}: {str(exc).strip(chr(34))}") from None
+    perturb = {k: _number(v, "--perturb", k) for k, v in _pairs(args.perturb, "--perturb").items()}
+    if perturb:
+        try:
+            task = task.with_params(**perturb)
+        except ValueError as exc:
+            raise BadInput(f"--perturb: {exc}") from None
+    if source is None:
+        iface = default_interface(task)
+    else:
+        from limen_jax.program import ProgramError, compile_interface
+
+        try:
+            iface = compile_interface(source, task, mode=args.mode, name=args.interface.stem)
+        except ProgramError as exc:
+            raise BadInput(f"interface rejected: {exc}") from None
+    config = PPOConfig.preset(task.name, args.preset)
+    overrides = {k: _literal(v) for k, v in _pairs(args.ppo, "--ppo").items()}
+    try:
+        config = config.replace(**overrides) if overrides else config
+    except (TypeError, ValueError) as exc:
+        raise BadInput(f"--ppo: {exc}") from None
+    return task, iface, config, perturb
+
+
+def _number(value: str, flag: str, key: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise BadInput(f"{flag}: {key} must be a number, got {value!r}") from None
 
 
 def _literal(value: str) -> Any:
@@ -79,37 +139,17 @@ def _policy_name(args: argparse.Namespace) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.save_policy is not None and args.save_policy.exists() and not args.save_policy.is_dir():
-        print(f"--save-policy: {args.save_policy} exists and is not a directory", file=sys.stderr)
+    try:
+        task, iface, config, perturb = _prepare(args)
+    except BadInput as exc:
+        print(f"train: {exc}", file=sys.stderr)
         return 2
-    # heavy imports after argument parsing, so --help is instant
-    from limen_jax.interface import default_interface
-    from limen_jax.rl import PPOConfig, train_batch
-    from limen_jax.task import make
+    from limen_jax.rl import train_batch
 
-    task = make(args.task)
-    perturb = {k: float(v) for k, v in _pairs(args.perturb, "--perturb").items()}
-    if perturb:
-        try:
-            task = task.with_params(**perturb)
-        except ValueError as exc:
-            print(f"--perturb: {exc}", file=sys.stderr)
-            return 2
-    if args.default or args.mode == "sparse":
-        iface = default_interface(task)
-    else:
-        from limen_jax.program import ProgramError, compile_interface
-
-        source = args.interface.read_text()
-        try:
-            iface = compile_interface(source, task, mode=args.mode, name=args.interface.stem)
-        except ProgramError as exc:
-            print(f"interface rejected: {exc}", file=sys.stderr)
-            return 2
-    config = PPOConfig.preset(task.name, args.preset)
-    overrides = {k: _literal(v) for k, v in _pairs(args.ppo, "--ppo").items()}
-    if overrides:
-        config = config.replace(**overrides)
+    updates = config.num_updates(args.steps)
+    if updates * config.steps_per_update != args.steps and not args.json:
+        print(f"--steps {args.steps:,} trains {updates * config.steps_per_update:,} steps: {updates} whole PPO updates "
+              f"of {config.steps_per_update:,} ({config.num_envs} envs x {config.rollout_len} steps)")
     seeds = [args.seed_offset + s for s in range(args.seeds)]
     if not args.json:
         where = f"{task.name} ({', '.join(f'{k}={v:g}' for k, v in perturb.items())})" if perturb else task.name

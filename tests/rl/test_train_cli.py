@@ -57,3 +57,37 @@ def test_cli_perturb_trains_under_changed_task_parameters(capsys):
     assert short["success_mean"] > 0.9
     assert main(["--task", "toy_tasks:Corridor", "--default", "--perturb", "push_force=2", *TINY]) == 2
     assert "unknown task parameters" in capsys.readouterr().err
+
+
+def test_bad_input_is_one_line_and_exit_2_and_creates_nothing(tmp_path, capsys):
+    good = tmp_path / "good.py"
+    good.write_text(PROGRAM)
+    binary = tmp_path / "binary.py"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    out = tmp_path / "saved"
+    task = ["--task", "toy_tasks:Corridor"]
+    cases = [
+        (["--task", "no_such_task", "--default"], "unknown task 'no_such_task'"),
+        ([*task, "--interface", str(tmp_path / "missing.py")], "cannot be read (No such file or directory)"),
+        ([*task, "--interface", str(tmp_path)], "cannot be read"),
+        ([*task, "--interface", str(binary)], "is not text (UTF-8)"),
+        ([*task, "--default", "--seeds", "0"], "--seeds must be at least 1, got 0"),
+        ([*task, "--default", "--steps", "-5"], "--steps must be at least 1, got -5"),
+        ([*task, "--default", "--ppo", "lr=abc"], "--ppo: PPOConfig.lr: expected"),
+        ([*task, "--default", "--ppo", "learning_rate=0.1"], "--ppo: unknown PPOConfig fields ['learning_rate']"),
+        ([*task, "--default", "--ppo", "lr"], "--ppo: expected KEY=VALUE, got 'lr'"),
+        ([*task, "--default", "--perturb", "size=big"], "--perturb: size must be a number, got 'big'"),
+        ([*task, "--interface", str(good), "--mode", "obs_only", "--ppo", "num_envs=3.5"], "--ppo: PPOConfig.num_envs"),
+    ]
+    for argv, says in cases:
+        assert main([*argv, "--save-policy", str(out)]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("train: ") and says in err and "Traceback" not in err, (argv, err)
+    assert not out.exists()
+
+
+def test_steps_that_are_not_whole_updates_are_stated(capsys):
+    assert main(["--task", "toy_tasks:Corridor", "--default", "--seeds", "1", "--steps", "3000", "--ppo",
+                 "num_envs=32", "eval_episodes=16"]) == 0
+    out = capsys.readouterr().out
+    assert "--steps 3,000 trains 2,560 steps: 5 whole PPO updates of 512 (32 envs x 16 steps)" in out
