@@ -82,7 +82,7 @@ def test_bad_input_is_one_line_and_exit_2_and_creates_nothing(tmp_path, capsys):
     for argv, says in cases:
         assert main([*argv, "--save-policy", str(out)]) == 2, argv
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and err.startswith("train: ") and says in err and "Traceback" not in err, (argv, err)
+        assert err.count("\n") == 1 and err.startswith("train: ") and says in err, (argv, err)
     assert not out.exists()
 
 
