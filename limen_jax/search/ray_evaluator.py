@@ -42,8 +42,9 @@ class RayEvaluator:
 
     address: a running cluster ("auto", "ray://host:port"); None starts a local one (or
         uses the Ray this process already initialised).
-    actors: how many; default one per GPU of the cluster, else one per ``cpus_per_actor``
-        of its CPUs.
+    actors: at most how many (one is started at once, another when a job finds every actor
+        busy); default one per GPU of the cluster, else one per ``cpus_per_actor`` of its
+        CPUs.
     cpus_per_actor / gpus_per_actor: each actor's Ray resources (gpus_per_actor default:
         1 on a cluster with GPUs, else 0).
     max_restarts / max_task_retries: Ray's restarts of a dead actor's process and retries
@@ -85,12 +86,16 @@ class RayEvaluator:
                              max_task_retries=max_task_retries, max_concurrency=2)  # fmt: skip
         self._remote = ray.remote(EvalWorker)
         self._sys_path = [p for p in sys.path if p]
-        self.actors = [self._new_actor() for _ in range(actors)]
+        # one actor now (it imports and compiles ahead while the driver asks and checks), more
+        # when a job finds every actor busy: an actor that no job needs costs a process's
+        # start-up and holds a GPU for nothing
+        self.max_actors = int(actors)
+        self.actors = [self._new_actor()]
         self.resubmits = int(resubmits)
         self.per_update_s: float | None = None  # as InProcessEvaluator: the watchdog's learned pace
         self._cv = threading.Condition()
         self._queue: collections.deque[tuple[EvalJob, dict[str, Any], cf.Future[EvalBatch], int]] = collections.deque()
-        self._free = list(range(actors))
+        self._free = [0]
         self._preferred: int | None = None  # the actor that compiled the next job ahead
         self._last: int | None = None
         self._compiling: list[Any] = []
@@ -158,7 +163,11 @@ class RayEvaluator:
     # --- dispatch -----------------------------------------------------------------------
 
     def _dispatch(self) -> None:
-        """Hand queued jobs to free actors (the lock is held)."""
+        """Hand queued jobs to free actors, starting one more while there is room (the lock
+        is held)."""
+        while self._queue and not self._free and len(self.actors) < self.max_actors:
+            self.actors.append(self._new_actor())
+            self._free.append(len(self.actors) - 1)
         while self._queue and self._free:
             job, wire, future, tries = self._queue.popleft()
             if tries == 0 and not future.set_running_or_notify_cancel():

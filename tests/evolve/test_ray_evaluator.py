@@ -123,13 +123,16 @@ def test_a_failure_in_an_actor_classifies_as_in_this_process(evaluator):
     register_evaluation(Failing())
     task = ToyCorridor()
     here = InProcessEvaluator()
-    for seed, engine in ((1, True), (2, True), (3, False)):
-        job = EvalJob(task, [default_interface(task)], [seed], Budget(64, 64, 0.0), PPOConfig(), kind=Failing.name)
+    jobs = [(EvalJob(task, [default_interface(task)], [seed], Budget(64, 64, 0.0), PPOConfig(), kind=Failing.name),
+             engine) for seed, engine in ((1, True), (2, True), (3, False))]  # fmt: skip
+    remote = [evaluator.submit(job) for job, _ in jobs]  # in flight together: a second actor starts
+    for (job, engine), future in zip(jobs, remote):
         local = here.submit(job).exception(timeout=60)
-        remote = evaluator.submit(job).exception(timeout=120)
-        assert isinstance(remote, ray.exceptions.RayTaskError)  # a real Ray failure ...
-        assert isinstance(remote, type(local))  # ... that subclasses its cause
-        assert is_engine_error(remote) == is_engine_error(local) == engine
+        got = future.exception(timeout=120)
+        assert isinstance(got, ray.exceptions.RayTaskError)  # a real Ray failure ...
+        assert isinstance(got, type(local))  # ... that subclasses its cause
+        assert is_engine_error(got) == is_engine_error(local) == engine
+    assert len(evaluator.actors) == 2
 
 
 def test_interfaces_travel_as_artifacts_and_come_back_the_same():
