@@ -148,8 +148,28 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-policies", choices=["all", "best", "none"],
                    help="trained policies kept in RUN_DIR/policies (default best: the best program of each batch); "
                         "python -m limen_jax.rollout RUN_DIR PROGRAM_ID rolls one out")
+    p.add_argument("--evaluator", choices=["in_process", "ray"], default="in_process",
+                   help="where batches train: in this process (default) or on Ray actors, one per GPU or CPU "
+                        "slice (pip install 'limen_jax[ray]'; docs/scale.md); results are the same")
+    p.add_argument("--ray-address", metavar="ADDRESS",
+                   help="with --evaluator ray: a running cluster (auto, ray://host:port); default: start a local Ray")
+    p.add_argument("--ray-actors", type=int, metavar="N",
+                   help="with --evaluator ray: actors (default one per GPU of the cluster, else one per CPU)")
     p.add_argument("--config", help="JSON file of EvolveConfig overrides")
     return p
+
+
+def make_evaluator(args: argparse.Namespace) -> Any:
+    """The evaluator the flags ask for: None (the loop's in-process default) or a Ray one."""
+    if args.evaluator != "ray":
+        if args.ray_address or args.ray_actors:
+            raise ValueError("--ray-address and --ray-actors need --evaluator ray")
+        return None
+    try:
+        from limen_jax.search.ray_evaluator import RayEvaluator
+    except ImportError as exc:
+        raise ValueError(f"--evaluator ray needs Ray: pip install 'limen_jax[ray]' ({exc})") from None
+    return RayEvaluator(args.ray_address, actors=args.ray_actors)
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -210,9 +230,11 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    evaluator = None
     try:
+        evaluator = make_evaluator(args)  # built before the run starts, closed after it
         if args.resume:
-            result = resume(args.resume, _overrides(args))
+            result = resume(args.resume, _overrides(args), evaluator=evaluator)
         else:
             from limen_jax.task import registered_tasks
 
@@ -221,13 +243,19 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: unknown task {config.task!r}; registered: {', '.join(registered_tasks())}",
                       file=sys.stderr)
                 return 2
-            result = evolve(config.task, config, run_dir=args.run_dir)
+            result = evolve(config.task, config, run_dir=args.run_dir, evaluator=evaluator)
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\ninterrupted: resume with --resume RUN_DIR", file=sys.stderr)
+        if evaluator is not None:
+            evaluator.close(wait=False)
+            evaluator = None
         return 130
+    finally:
+        if evaluator is not None:
+            evaluator.close()
     print(result.summary())
     return 0 if result.complete else 1
 

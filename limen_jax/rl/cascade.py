@@ -120,8 +120,8 @@ def run_cascade(
     stage1 = BatchResult(
         names=first.names, seeds=seed_list[:1], success=success1, final_return=returns1, curves=curves1,
         steps=short_u * config.steps_per_update, wall_s=time.perf_counter() - t0, compile_s=first.compile_s,
-        diverged_at=np.asarray(state1.diverged_at), kernel_compile_s=first.kernel_compile_s, eval_s=eval1_s,
-        term_names=first.term_names, eval_terms=terms1,
+        diverged_at=first.real(np.asarray(state1.diverged_at)), kernel_compile_s=first.kernel_compile_s,
+        eval_s=eval1_s, term_names=first.term_names, eval_terms=terms1,
     )  # fmt: skip
     stages = [stage1]
 
@@ -151,8 +151,8 @@ def run_cascade(
         stage2 = BatchResult(
             names=second.names, seeds=seed_list, success=success2, final_return=returns2, curves=curves,
             steps=full_u * config.steps_per_update, wall_s=time.perf_counter() - t1, compile_s=second.compile_s,
-            diverged_at=np.asarray(state2.diverged_at), kernel_compile_s=second.kernel_compile_s, eval_s=eval2_s,
-            term_names=second.term_names, eval_terms=terms2,
+            diverged_at=second.real(np.asarray(state2.diverged_at)), kernel_compile_s=second.kernel_compile_s,
+            eval_s=eval2_s, term_names=second.term_names, eval_terms=terms2,
             policies=[policies_of(second, state2, j) for j in range(len(rows))] if return_policies else None,
         )  # fmt: skip
         stages.append(stage2)

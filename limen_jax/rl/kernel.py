@@ -20,7 +20,7 @@ from limen_jax.rl.env import BatchedInterface
 PyTree = Any
 
 
-def kernel_fn(iface: BatchedInterface) -> Any:
+def kernel_fn(iface: BatchedInterface, parts: int = 1) -> Any:
     """(sim, action, next_sim, with_reward) -> (reward float32[K, S, N], φ(next_sim)
     float32[K, S, N, width], terms float32[K, S, N, M] or None); leaves of sim lead with
     [K, S, N]. terms: the reward's named terms in ``iface.num_terms`` slots (see
@@ -29,7 +29,13 @@ def kernel_fn(iface: BatchedInterface) -> Any:
     ``with_reward`` (bool[K, S], one value): False skips R (zeros), e.g. for fresh start
     states whose observation alone is needed; a ``cond`` keeps one compiled copy of each
     program. Every argument leads with [K, S], so a seed-sharded batch shards it too.
+
+    ``parts`` > 1: the kernel of a batch whose K axis is sharded over ``parts`` devices
+    (the mesh axis "cand", inside a shard_map): each device gets K / parts candidates and
+    runs only theirs, a switch on its index among ``parts`` kernels of K / parts programs.
     """
+    if parts > 1:
+        return _sharded_kernel(iface, parts)
 
     def kernel(
         sim: PyTree, action: jax.Array, next_sim: PyTree, with_reward: jax.Array
@@ -48,6 +54,22 @@ def kernel_fn(iface: BatchedInterface) -> Any:
             lambda: (jnp.zeros(obs.shape[:-1], jnp.float32), jnp.zeros(obs.shape[:-1] + (iface.num_terms,))),
         )
         return reward, obs, terms
+
+    return kernel
+
+
+def _sharded_kernel(iface: BatchedInterface, parts: int) -> Any:
+    n = len(iface) // parts
+    kernels = []
+    for j in range(parts):
+        part = BatchedInterface(iface.interfaces[j * n : (j + 1) * n], iface.width)
+        part.num_terms = iface.num_terms  # every branch carries the batch's term slots
+        kernels.append(kernel_fn(part))
+
+    def kernel(
+        sim: PyTree, action: jax.Array, next_sim: PyTree, with_reward: jax.Array
+    ) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+        return jax.lax.switch(jax.lax.axis_index("cand"), kernels, sim, action, next_sim, with_reward)  # type: ignore[no-any-return]
 
     return kernel
 
@@ -82,10 +104,13 @@ class CompiledByShape:
 class ProgramKernel(CompiledByShape):
     """:func:`kernel_fn` compiled on first use for each batch shape [K, S, N] (``compile_s``
     accumulates the time spent compiling). ``wrap`` (e.g. a shard_map) is applied first.
-    ``memo``: see :class:`CompiledByShape`; one per (programs, width, wrap)."""
+    ``memo``: see :class:`CompiledByShape`; one per (programs, width, wrap). ``parts``: see
+    :func:`kernel_fn`."""
 
-    def __init__(self, iface: BatchedInterface, wrap: Any = None, memo: CompileOnce | None = None) -> None:
-        fn = kernel_fn(iface)
+    def __init__(
+        self, iface: BatchedInterface, wrap: Any = None, memo: CompileOnce | None = None, parts: int = 1
+    ) -> None:
+        fn = kernel_fn(iface, parts)
         super().__init__(wrap(fn) if wrap is not None else fn, wrap is not None, memo)
         self._flags: dict[tuple[Any, ...], jax.Array] = {}  # made once: an eager op per step costs ~0.1 ms
 

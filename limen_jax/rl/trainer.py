@@ -21,8 +21,11 @@ asynchronous, so the host loop overlaps the device work).
 
 Slot (k, s) draws all its randomness from ``jax.random.key(seeds[s])`` (never from k),
 which is what makes a batched run match single runs. With several devices (GPUs, or
-``--xla_force_host_platform_device_count`` on a CPU) the seed axis is sharded over them
-when S divides evenly (``shard_map``: no communication).
+``--xla_force_host_platform_device_count`` on a CPU) the K x S slots are sharded over
+them (``shard_map`` over a ("cand", "seed") mesh: no communication), the layout chosen
+to give each device the fewest slots (:func:`layout`); where K or S does not divide,
+slots are padded (the last candidate or seed again, its results dropped). A device
+holding a share of the candidates runs only their programs (a switch on its index).
 """
 
 from __future__ import annotations
@@ -108,10 +111,25 @@ def forget_cores() -> None:
         _KERNELS.clear()
 
 
-def kernel_memo(interfaces: Sequence[Interface], width: int, sharded: bool, core: Core | None = None) -> CompileOnce:
+def layout(num_candidates: int, num_seeds: int, num_devices: int) -> tuple[int, int] | None:
+    """How K x S slots shard over D devices: (devices along K, devices along S), their
+    product D, chosen for the fewest slots per device once K and S are padded to
+    multiples (ties: more along S, which needs no switch between programs); None when
+    sharding would not lower the slots per device (one device, or K = S = 1)."""
+    K, S, D = int(num_candidates), int(num_seeds), int(num_devices)
+    best, cost = None, K * S
+    for ds in sorted((d for d in range(1, D + 1) if D % d == 0), reverse=True):
+        dk = D // ds
+        c = -(-K // dk) * -(-S // ds)
+        if c < cost:
+            best, cost = (dk, ds), c
+    return best
+
+
+def kernel_memo(interfaces: Sequence[Interface], width: int, sharded: Any, core: Core | None = None) -> CompileOnce:
     """The shared executables of these programs' kernel (interfaces by identity), or with
-    ``core`` of their fused rollout."""
-    key = (tuple(interfaces), int(width), bool(sharded), core)
+    ``core`` of their fused rollout. sharded: the trainer's layout (None: unsharded)."""
+    key = (tuple(interfaces), int(width), sharded, core)
     with _KERNELS_LOCK:
         memo = _KERNELS.pop(key, None) or CompileOnce()
         _KERNELS[key] = memo
@@ -120,10 +138,12 @@ def kernel_memo(interfaces: Sequence[Interface], width: int, sharded: bool, core
     return memo
 
 
-def shared_core(task: Task, config: PPOConfig, width: int, sharded: bool, num_terms: int = 0) -> Core:
+def shared_core(task: Task, config: PPOConfig, width: int, sharded: Any, num_terms: int = 0) -> Core:
+    """The Core of these shapes; sharded: the trainer's layout (None: unsharded), which
+    its compiled functions are wrapped for."""
     ident = (type(task).__module__, type(task).__qualname__, task.name, int(task.episode_length),
              tuple(sorted((k, repr(v)) for k, v in dict(task.params).items())))  # fmt: skip
-    key = (ident, config, int(width), bool(sharded), int(num_terms))
+    key = (ident, config, int(width), sharded, int(num_terms))
     if key not in _CORES:
         _CORES[key] = Core(task, config, width, num_terms)
     return _CORES[key]
@@ -169,37 +189,46 @@ class BatchTrainer:
         # fused compiles the rollout per batch anyway and is for running speed: the exact
         # width (an xland update of a 17-feature program took 43 ms at 64, 32 ms at 17)
         widest = max(dims, default=1)
-        self.iface = BatchedInterface(interfaces, width or (widest if rollout == "fused" else bucket_width(widest)))
-        self.num_candidates = len(self.iface)
+        self.num_candidates = len(interfaces)  # K and S as asked; the state holds the padded slots
         self.num_seeds = int(num_seeds)
-        self.width = self.iface.width
         devices = jax.devices()
+        self.layout = layout(self.num_candidates, self.num_seeds, len(devices)) if shard else None
+        dk, ds = self.layout or (1, 1)
+        self._K, self._S = -(-self.num_candidates // dk) * dk, -(-self.num_seeds // ds) * ds
+        padded = list(interfaces) + [interfaces[-1]] * (self._K - len(interfaces)) if interfaces else []
+        self.iface = BatchedInterface(padded, width or (widest if rollout == "fused" else bucket_width(widest)))
+        self.width = self.iface.width
         self.mesh: Mesh | None = None
-        if shard and len(devices) > 1 and self.num_seeds % len(devices) == 0:
-            self.mesh = Mesh(np.asarray(devices), ("seed",))
-        self.core = shared_core(task, config, self.width, self.mesh is not None, self.iface.num_terms)
+        if self.layout is not None:
+            self.mesh = Mesh(np.asarray(devices).reshape(dk, ds), ("cand", "seed"))
+        self.core = shared_core(task, config, self.width, self.layout, self.iface.num_terms)
         self.net = self.core.net
-        memo = kernel_memo(self.iface.interfaces, self.width, self.mesh is not None)
-        self.kernel = ProgramKernel(self.iface, None if self.mesh is None else lambda f: self._shard(f, 4), memo)
+        memo = kernel_memo(self.iface.interfaces, self.width, self.layout)
+        self.kernel = ProgramKernel(self.iface, None if self.mesh is None else lambda f: self._shard(f, 4), memo,
+                                    parts=dk)  # fmt: skip
         self.compile_s = 0.0
         self._core_compile_s = 0.0
         self._abstract = False  # compile_ahead in progress: calls take and give shapes
-        shape = (self.num_candidates, self.num_seeds, config.num_envs)
+        shape = (self._K, self._S, config.num_envs)
         self._no_action = self.net.dist.to_env(self.net.dummy_action(shape))
         self.fused: FusedRollout | None = None
         if rollout == "fused":
             wrap = None if self.mesh is None else self._shard
-            memo = kernel_memo(self.iface.interfaces, self.width, self.mesh is not None, self.core)
-            self.fused = FusedRollout(self.core, kernel_fn(self.iface), self._no_action, wrap, memo)
+            memo = kernel_memo(self.iface.interfaces, self.width, self.layout, self.core)
+            self.fused = FusedRollout(self.core, kernel_fn(self.iface, dk), self._no_action, wrap, memo)
 
     @property
     def names(self) -> list[str]:
-        return [i.name for i in self.iface.interfaces]
+        return [i.name for i in self.iface.interfaces[: self.num_candidates]]
 
     @property
     def term_names(self) -> list[tuple[str, ...]]:
         """Per candidate, its reward terms' names (() for a scalar reward)."""
-        return list(self.iface.term_names)
+        return list(self.iface.term_names[: self.num_candidates])
+
+    def real(self, x: Any) -> Any:
+        """``x`` (leading axes: the padded slots) cut to the K x S slots asked for."""
+        return x[: self.num_candidates, : self.num_seeds]
 
     @property
     def kernel_compile_s(self) -> float:
@@ -211,7 +240,7 @@ class BatchTrainer:
         self.compile_s = self._core_compile_s + self.kernel_compile_s
 
     def _shard(self, fn: Any, nargs: int) -> Any:
-        spec = PartitionSpec(None, "seed")
+        spec = PartitionSpec("cand", "seed")
         return jax.shard_map(fn, mesh=self.mesh, in_specs=(spec,) * nargs, out_specs=spec, check_vma=False)
 
     def _call(
@@ -257,6 +286,7 @@ class BatchTrainer:
         seeds = [int(s) for s in seeds]
         if len(seeds) != self.num_seeds:
             raise ValueError(f"expected {self.num_seeds} seeds, got {len(seeds)}")
+        seeds += seeds[-1:] * (self._S - len(seeds))  # padding slots: dropped from every result
         args = (jnp.asarray(seeds, jnp.int32), jnp.asarray(self.iface.dims, jnp.int32),
                 jnp.asarray(int(total_updates), jnp.int32))  # fmt: skip
         state = self._call("init", self.core.init, (), *args, shard=False, once=True)
@@ -265,7 +295,7 @@ class BatchTrainer:
     def _place(self, state: TrainState) -> TrainState:
         if self.mesh is None or self._abstract:
             return state
-        return jax.device_put(state, NamedSharding(self.mesh, PartitionSpec(None, "seed")))
+        return jax.device_put(state, NamedSharding(self.mesh, PartitionSpec("cand", "seed")))
 
     def graft(self, state: TrainState, source: TrainState, source_k: Sequence[int], seed_index: int = 0) -> TrainState:
         """Copy slot (source_k[k], 0) of ``source`` into slot (k, seed_index) of ``state``.
@@ -274,7 +304,8 @@ class BatchTrainer:
         update count, so it stops when it reaches its budget while the fresh seeds train.
         Both trainers must share the observation width.
         """
-        idx = jnp.asarray(list(source_k), jnp.int32)
+        rows = list(source_k)
+        idx = jnp.asarray(rows + rows[-1:] * (self._K - len(rows)), jnp.int32)
         moved = jax.tree.map(lambda x: x[idx, 0], source)
         return self._place(jax.tree.map(lambda x, y: x.at[:, seed_index].set(y), state, moved))
 
@@ -300,9 +331,10 @@ class BatchTrainer:
             if deadline is not None:
                 jax.block_until_ready(m)  # the time is the device's, not the dispatch's
                 check_deadline(deadline, u + 1, started)
-        curves = {k: np.stack([np.asarray(m[k]) for m in metrics], -1) for k in METRICS}
+        curves = {k: self.real(np.stack([np.asarray(m[k]) for m in metrics], -1)) for k in METRICS}
         if self.iface.num_terms:
-            curves.update(term_curves(np.stack([np.asarray(m["terms"]) for m in metrics], -1), self.term_names))
+            terms = self.real(np.stack([np.asarray(m["terms"]) for m in metrics], -1))
+            curves.update(term_curves(terms, self.term_names))
         return state, curves
 
     def update(self, ts: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
@@ -360,9 +392,9 @@ class BatchTrainer:
         candidate has terms)."""
         E = self.config.eval_episodes
         score = self._evaluation(state, key, self.core.horizon)
-        success = np.asarray(score.success, np.float32)[..., :E].mean(-1)
-        returns = np.asarray(score.returns, np.float32)[..., :E].mean(-1)
-        terms = None if score.terms is None else np.asarray(score.terms, np.float32)[..., :E, :].mean(-2)
+        success = self.real(np.asarray(score.success, np.float32)[..., :E].mean(-1))
+        returns = self.real(np.asarray(score.returns, np.float32)[..., :E].mean(-1))
+        terms = None if score.terms is None else self.real(np.asarray(score.terms, np.float32)[..., :E, :].mean(-2))
         return success, returns, terms
 
     def _evaluation(self, state: TrainState, key: jax.Array, steps: int) -> Score:
@@ -402,7 +434,7 @@ class BatchTrainer:
         the GIL); a trainer of the same shapes and programs then finds its executables
         compiled (or waits for the compile in flight). Returns the seconds it compiled."""
         before = self.compile_s
-        K, S = self.num_candidates, self.num_seeds
+        K, S = self._K, self._S
         args = (jax.ShapeDtypeStruct((S,), jnp.int32), jax.ShapeDtypeStruct((K,), jnp.int32),
                 jax.ShapeDtypeStruct((), jnp.int32))  # fmt: skip
         self._set_abstract(True)
@@ -481,7 +513,7 @@ def train_batch(
         steps=updates * config.steps_per_update,
         wall_s=time.perf_counter() - start,
         compile_s=trainer.compile_s,
-        diverged_at=np.asarray(state.diverged_at),
+        diverged_at=trainer.real(np.asarray(state.diverged_at)),
         kernel_compile_s=trainer.kernel_compile_s,
         eval_s=eval_s,
         term_names=trainer.term_names,
@@ -495,8 +527,8 @@ def policies_of(trainer: BatchTrainer, state: TrainState, k: int) -> list[Policy
     iface = trainer.iface.interfaces[k]
     params = jax.device_get(jax.tree.map(lambda x: x[k], trainer.params_tree(state)))
     stats = jax.device_get(jax.tree.map(lambda x: x[k], state.obs_stats))
-    seeds = np.asarray(state.seed[k])
-    updates = np.asarray(state.update[k])
+    seeds = np.asarray(state.seed[k])[: trainer.num_seeds]
+    updates = np.asarray(state.update[k])[: trainer.num_seeds]
     cfg = trainer.config
     out = []
     for s in range(len(seeds)):

@@ -19,7 +19,7 @@ import threading
 from typing import Protocol
 
 from limen_jax.search.evaluations import run_job
-from limen_jax.search.jobs import MIN_BUDGET_S, EvalBatch, EvalJob, updates_of
+from limen_jax.search.jobs import EvalBatch, EvalJob, updates_of, watchdog_budget
 from limen_jax.search.training import compile_job
 
 
@@ -51,11 +51,7 @@ class InProcessEvaluator:
     def budget_s(self, job: EvalJob) -> float | None:
         """The watchdog's seconds for ``job``: ``watchdog_s`` until a batch has been timed,
         then ``watchdog_factor`` x the expected time (at least MIN_BUDGET_S); None when off."""
-        if job.watchdog_s <= 0:
-            return None
-        if self.per_update_s is None:
-            return job.watchdog_s
-        return max(MIN_BUDGET_S, job.watchdog_factor * self.per_update_s * updates_of(job))
+        return watchdog_budget(job, self.per_update_s)
 
     def submit(self, job: EvalJob) -> cf.Future[EvalBatch]:
         future: cf.Future[EvalBatch] = cf.Future()

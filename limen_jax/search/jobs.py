@@ -66,6 +66,17 @@ class EvalBatch:
 MIN_BUDGET_S = 60.0
 
 
+def watchdog_budget(job: EvalJob, per_update_s: float | None) -> float | None:
+    """The watchdog's seconds for ``job``: ``watchdog_s`` until a batch has been timed
+    (``per_update_s`` None), then ``watchdog_factor`` x the expected time (at least
+    MIN_BUDGET_S); None when off. Every evaluator learns ``per_update_s`` the same way."""
+    if job.watchdog_s <= 0:
+        return None
+    if per_update_s is None:
+        return job.watchdog_s
+    return max(MIN_BUDGET_S, job.watchdog_factor * per_update_s * updates_of(job))
+
+
 def updates_of(job: EvalJob) -> int:
     """Most PPO updates the job's cascade runs (both stages)."""
     b, cfg = job.budget, job.config

@@ -19,6 +19,7 @@ from toy_tasks import Corridor, Reach1D
 from limen_jax.interface import Interface, default_interface
 from limen_jax.rl import BatchTrainer, PPOConfig, run_cascade, train_batch
 from limen_jax.rl.cascade import stage_rows
+from limen_jax.rl.trainer import layout
 
 CFG = PPOConfig(num_envs=32, rollout_len=16, epochs=4, minibatches=4, lr=3e-3, eval_episodes=64)
 STEPS = 16 * CFG.steps_per_update  # 16 updates: the corridor is solved by then
@@ -315,22 +316,45 @@ import json, sys
 sys.path.insert(0, {here!r})
 import jax
 import jax.numpy as jnp
+import numpy as np
 from interfaces import corridor_interfaces
 from toy_tasks import Corridor
 from limen_jax.rl import BatchTrainer, PPOConfig
+from limen_jax.rl.cascade import run_cascade
 cfg = PPOConfig(**{cfg!r})
 i = corridor_interfaces()
 assert len(jax.devices()) == 2
-assert BatchTrainer(Corridor(), [i["obs7"]], cfg, 2).mesh is not None
+assert BatchTrainer(Corridor(), [i["obs7"]], cfg, 2).layout == (1, 2)
 tr = BatchTrainer(Corridor(), [i["obs7"], i["obs300"]], cfg, 2)
-assert tr.mesh is not None
+assert tr.layout == (1, 2)
 state, curves = tr.run(tr.init({seeds!r}, {u}), {u})
 success = tr.evaluate(state, jax.random.key(0))
-print(json.dumps({{"success": success.tolist(), "ret": curves["return"].tolist()}}))
+out = {{"success": success.tolist(), "ret": curves["return"].tolist()}}
+
+def train(ifaces, seeds, shard):
+    tr = BatchTrainer(Corridor(), ifaces, cfg, len(seeds), shard=shard)
+    state, curves = tr.run(tr.init(seeds, {u}), {u})
+    success, returns = tr.evaluate_full(state, jax.random.key(0))
+    return tr.layout, [success.tolist(), returns.tolist(), curves["return"].tolist(), tr.real(state.seed).tolist()]
+
+# K sharded with a padding candidate (3 -> 4), S sharded with a padding seed (3 -> 4): the same as unsharded
+for ifaces, seeds, want in (([i["obs7"], i["obs300"], i["obs7"]], [5], (2, 1)), ([i["obs300"]], [1, 2, 3], (1, 2))):
+    got, ref = train(ifaces, seeds, True), train(ifaces, seeds, False)
+    assert got[0] == want and ref[0] is None, (got[0], ref[0])
+    for a, b in zip(got[1], ref[1]):
+        np.testing.assert_allclose(np.asarray(a, np.float32), np.asarray(b, np.float32), rtol=1e-5, atol=1e-6)
+# the cascade through a K-sharded first stage and a grafted second one
+kw = dict(config=cfg, short_steps=cfg.steps_per_update * 2, full_steps=cfg.steps_per_update * {u}, seeds=[0, 1, 2],
+          threshold=0.0)
+c = run_cascade(Corridor(), [i["obs7"], i["obs300"], i["obs7"]], **kw)
+out["cascade"] = [r.success_per_seed.tolist() for r in c]
+print(json.dumps(out))
 """
 
 
-def test_seed_axis_sharded_over_two_cpu_devices_gives_the_same_result(runs):
+def test_slots_sharded_over_two_cpu_devices_give_the_same_result(runs):
+    """Seeds sharded (K=2 x S=2), candidates sharded with a padding candidate (K=3 x S=1),
+    seeds sharded with a padding seed (K=1 x S=3), and a cascade: the same as unsharded."""
     code = _SHARDED.format(here=os.path.dirname(__file__), cfg=CFG.to_dict(), seeds=SEEDS, u=U)
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
@@ -339,6 +363,20 @@ def test_seed_axis_sharded_over_two_cpu_devices_gives_the_same_result(runs):
     assert_same_success(got["success"], runs["mixed"]["success"])
     np.testing.assert_allclose(np.asarray(got["ret"], np.float32), runs["mixed"]["curves"]["return"], rtol=1e-5,
                                atol=1e-6)  # fmt: skip
+    one = run_cascade(Corridor(), [IFACES["obs7"], IFACES["obs300"], IFACES["obs7"]], config=CFG,
+                      short_steps=CFG.steps_per_update * 2, full_steps=CFG.steps_per_update * U, seeds=[0, 1, 2],
+                      threshold=0.0)  # fmt: skip
+    np.testing.assert_allclose(got["cascade"], [r.success_per_seed for r in one], atol=1e-6)
+
+
+def test_the_layout_gives_each_device_the_fewest_slots():
+    assert layout(8, 2, 1) is None and layout(1, 1, 2) is None
+    assert layout(8, 2, 2) == (1, 2)  # seeds: no switch between programs
+    assert layout(8, 1, 2) == (2, 1)  # the cascade's single-seed stage: candidates
+    assert layout(3, 1, 2) == (2, 1)  # 3 -> 4 candidates, 2 a device
+    assert layout(1, 3, 2) == (1, 2)  # 3 -> 4 seeds
+    assert layout(8, 3, 4) == (4, 1)  # 2 x 3 a device, against 8 x 1 along the seeds
+    assert layout(2, 2, 4) == (2, 2)
 
 
 def test_config_validation_and_presets():
