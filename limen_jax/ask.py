@@ -149,7 +149,8 @@ def ask_and_check(
     checks: list[tuple[int, cf.Future[Child]]] = []
     first_check = time.time()
     name = mutator_name() if asks else ""
-    with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="limen-llm") as pool:
+    pool = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="limen-llm")
+    try:
         m: Any = mutator() if asks else None
         futures = {id(r): pool.submit(m.propose, mutation_request(r, store, task.name, mode)) for r in asks}
         for request in requests:
@@ -205,6 +206,11 @@ def ask_and_check(
                 _check, request, record, response.text, response.metadata, task, mode, limits, truncated)))
         for index, check in checks:
             prepared.children[index] = check.result()
+    except BaseException:  # an interrupt: nothing waits for calls or checks still in flight
+        pool.shutdown(wait=False, cancel_futures=True)
+        checkers.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     checkers.shutdown()
     if checks:
         prepared.check_s = time.time() - first_check

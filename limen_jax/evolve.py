@@ -24,6 +24,7 @@ from limen_jax.config import EvolveConfig, from_dict
 from limen_jax.modes import MODES
 from limen_jax.run_result import RunResult
 from limen_jax.rundir import RunDir
+from limen_jax.search.faults import Interrupted
 
 
 def evolve(
@@ -35,6 +36,7 @@ def evolve(
     verbose: bool = True,
     evaluator: Any = None,
     strategy: Any = None,
+    handle_signals: bool = False,
 ) -> RunResult:
     """Run (or, if ``run_dir`` holds a checkpoint, resume) an interface search.
 
@@ -46,6 +48,8 @@ def evolve(
     strategy: a strategy object (:class:`limen_jax.search.Strategy`) to run instead of the
         configured one; ``config.search.strategy`` becomes its name. To resume its run,
         pass the object again (with its options) or register its class by entry point.
+    handle_signals: SIGINT and SIGTERM stop the run resumably (the first at the next safe
+        point, a second at once; ``RunResult.signal`` says which): what the CLI does.
     """
     if strategy is not None:
         from limen_jax.search import register_strategy
@@ -65,7 +69,7 @@ def evolve(
     from limen_jax.loop import Loop
 
     return Loop(config, RunDir(run_dir), mutator=mutator, verbose=verbose, evaluator=evaluator,
-                strategy=strategy).run()
+                strategy=strategy, handle_signals=handle_signals).run()
 
 
 def resume(
@@ -76,6 +80,7 @@ def resume(
     verbose: bool = True,
     evaluator: Any = None,
     strategy: Any = None,
+    handle_signals: bool = False,
 ) -> RunResult:
     """Continue a killed or finished run from its directory, with its own config.
 
@@ -97,7 +102,7 @@ def resume(
 
     config = EvolveConfig.from_dict(_deep_merge(data, overrides or {}))
     return Loop(config, rd, mutator=mutator, verbose=verbose, evaluator=evaluator, allow_changes=True,
-                strategy=strategy).run()
+                strategy=strategy, handle_signals=handle_signals).run()
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -231,10 +236,11 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     evaluator = None
+    result: RunResult | None = None
     try:
         evaluator = make_evaluator(args)  # built before the run starts, closed after it
         if args.resume:
-            result = resume(args.resume, _overrides(args), evaluator=evaluator)
+            result = resume(args.resume, _overrides(args), evaluator=evaluator, handle_signals=True)
         else:
             from limen_jax.task import registered_tasks
 
@@ -243,21 +249,30 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: unknown task {config.task!r}; registered: {', '.join(registered_tasks())}",
                       file=sys.stderr)
                 return 2
-            result = evolve(config.task, config, run_dir=args.run_dir, evaluator=evaluator)
+            result = evolve(config.task, config, run_dir=args.run_dir, evaluator=evaluator, handle_signals=True)
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("\ninterrupted: resume with --resume RUN_DIR", file=sys.stderr)
-        if evaluator is not None:
-            evaluator.close(wait=False)
-            evaluator = None
-        return 130
+    except (KeyboardInterrupt, Interrupted) as stop:  # before the run began (or a library's own Ctrl-C)
+        print("\ninterrupted while starting: nothing was lost; run the same command again", file=sys.stderr, flush=True)
+        _exit_now(128 + int(getattr(stop, "signum", 2)))
     finally:
-        if evaluator is not None:
-            evaluator.close()
-    print(result.summary())
+        if evaluator is not None:  # an interrupted run abandons what the evaluator has in flight
+            evaluator.close(wait=result is not None and result.signal is None)
+    assert result is not None
+    print(result.summary(), flush=True)
+    if result.signal is not None:
+        print(f"{result.stopped}", file=sys.stderr, flush=True)
+        # a batch abandoned in training may still be inside XLA on its daemon thread: tearing the
+        # interpreter down around it aborts the process, and everything is on disk already
+        _exit_now(128 + result.signal)
     return 0 if result.complete else 1
+
+
+def _exit_now(code: int) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 class _CallableModule(types.ModuleType):

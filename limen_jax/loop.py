@@ -16,6 +16,7 @@ import concurrent.futures as cf
 import contextlib
 import dataclasses
 import os
+import signal
 import sys
 import threading
 import time
@@ -30,7 +31,7 @@ from limen_jax.run_result import RunResult
 from limen_jax.rundir import RunDir, write_text_atomic
 from limen_jax.search.evaluations import JobContext, evaluation_kind
 from limen_jax.search.evaluator import InProcessEvaluator
-from limen_jax.search.faults import RunStop, describe, is_engine_error, systematic
+from limen_jax.search.faults import Interrupted, RunStop, describe, is_engine_error, systematic
 from limen_jax.search.jobs import Budget, EvalBatch, EvalJob
 from limen_jax.search.pipeline import resolve_pipeline
 from limen_jax.search.registry import make_strategy, register_strategy
@@ -84,7 +85,8 @@ class _Submitted:
 
 class Loop:
     def __init__(self, config: EvolveConfig, run_dir: RunDir, *, mutator: Any = None, verbose: bool = True,
-                 evaluator: Any = None, allow_changes: bool = False, strategy: Any = None) -> None:
+                 evaluator: Any = None, allow_changes: bool = False, strategy: Any = None,
+                 handle_signals: bool = False) -> None:
         from limen_jax.task import make
 
         self.config = config
@@ -106,6 +108,10 @@ class Loop:
         self._last_train_end = 0.0
         self._last_iter_end = self.t0
         self._plots_due = True
+        # SIGINT / SIGTERM (the CLI's): the first stops at the next safe point, a second at once
+        self._handle_signals = handle_signals
+        self._signal: int | None = None
+        self._critical = 0  # > 0 while a batch is being recorded and checkpointed
 
     # --- setup ------------------------------------------------------------------------
     def _setup(self) -> int:
@@ -222,13 +228,48 @@ class Loop:
 
         threading.Thread(target=build, name="check-sample", daemon=True).start()
 
+    # --- interrupts -------------------------------------------------------------------
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if self._signal is not None:
+            raise Interrupted(signum, now=True)
+        self._signal = signum
+        print(f"\n{signal.Signals(signum).name}: stopping at the next safe point (again to stop at once)",
+              file=sys.stderr, flush=True)
+        if self._critical == 0:  # asking, checking, compiling, training: the batch in flight is abandoned
+            raise Interrupted(signum)
+
+    @contextlib.contextmanager
+    def _recording(self) -> Any:
+        """Recording and checkpointing a batch finishes before a first signal takes effect."""
+        self._critical += 1
+        try:
+            yield
+        finally:
+            self._critical -= 1
+        if self._signal is not None and self._critical == 0:
+            raise Interrupted(self._signal)
+
+    def _install_signals(self) -> dict[int, Any]:
+        if not self._handle_signals or threading.current_thread() is not threading.main_thread():
+            return {}
+        return {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+
     # --- the loop ---------------------------------------------------------------------
     def run(self) -> RunResult:
+        previous = self._install_signals()
+        try:
+            return self._run()
+        finally:
+            for s, handler in previous.items():  # after an interrupt the process is on its way out
+                signal.signal(s, handler if self._signal is None else signal.SIG_IGN)
+
+    def _run(self) -> RunResult:
         start = self._setup()
         self.ppo = self._ppo_config()
         self.limits = self._limits()
         total = self.iterations + 1
         stopped, complete = "finished", True
+        interrupted: int | None = None
         owns_evaluator = self._evaluator is None
         self.evaluator = self._evaluator or InProcessEvaluator()
         if start >= total:
@@ -245,7 +286,8 @@ class Loop:
                 if nxt is not None and nxt.stop is None:
                     self._compile_ahead(nxt.trainable)
                 batches = self._wait(submitted, it)
-                self._finish(it, current, submitted, batches, nxt)
+                with self._recording():
+                    self._finish(it, current, submitted, batches, nxt)
                 it += 1
                 if it >= total:
                     break
@@ -259,6 +301,16 @@ class Loop:
             stopped = f"stopped ({stop.kind}): {stop} (fix it if needed, then --resume {self.rd.path})"
             self.rd.log(f"{stop.kind}_stop", message=str(stop))
             self._say(stopped)
+        except Interrupted as stop:
+            complete, interrupted = False, stop.signum
+            name = signal.Signals(stop.signum).name
+            how = "at once" if stop.now else "at a safe point"
+            stopped = (f"interrupted by {name} ({how}; the last checkpoint holds every finished batch): resume "
+                       f"with python -m limen_jax.evolve --resume {self.rd.path}")
+            self.rd.log("interrupted", signal=name, at_once=stop.now)
+            if owns_evaluator:  # the batch in flight is abandoned: its daemon thread is not waited for
+                self.evaluator.close(wait=False)
+                owns_evaluator = False
         except KeyboardInterrupt:
             if owns_evaluator:  # exit at once: a compile ahead in flight is not waited for
                 self.evaluator.close(wait=False)
@@ -267,8 +319,10 @@ class Loop:
         finally:
             if owns_evaluator:
                 self.evaluator.close()
-        result = RunResult(self.rd.path, self.config, self.store, self.archive, stopped, complete)
-        self._write_outputs()
+        result = RunResult(self.rd.path, self.config, self.store, self.archive, stopped, complete,
+                           signal=interrupted)
+        if interrupted is None:
+            self._write_outputs()
         self.rd.log("run_end", stopped=stopped, complete=complete, best=getattr(result.best, "id", None),
                     usage=self.usage())
         return result

@@ -22,6 +22,8 @@ class RunResult:
     # False when the run stopped before its planned iterations (budget cap, outage,
     # engine error, a mutator that cannot go on): the CLI then exits non-zero
     complete: bool = True
+    # the signal (SIGINT 2, SIGTERM 15) that stopped the run, when one did
+    signal: int | None = None
 
     @property
     def records(self) -> list[Any]:

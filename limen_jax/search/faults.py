@@ -22,6 +22,16 @@ class RunStop(Exception):
         self.kind = kind
 
 
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM asked the run to stop (the CLI's handlers raise it; a BaseException
+    like KeyboardInterrupt, so no ``except Exception`` swallows it). signum: the signal;
+    now: a second signal, which stops at once instead of at the next safe point."""
+
+    def __init__(self, signum: int, now: bool = False) -> None:
+        super().__init__(signum, now)
+        self.signum, self.now = signum, now
+
+
 class ProgramTooSlow(Exception):
     """The batch watchdog fired and timing this program's artifact in a sandboxed worker
     found it the outlier: the program's fault; the message is fed back to the LLM."""
