@@ -94,10 +94,11 @@ def resume(
         from limen_jax.search import register_strategy
 
         register_strategy(strategy.name, strategy)
+    if not any((Path(run_dir) / name).is_file() for name in ("config.json", "config.json.prev")):
+        # checked before RunDir, which would create the directory
+        raise FileNotFoundError(f"{run_dir} holds no config.json: not a limen_jax run directory")
     rd = RunDir(run_dir)
     data = rd.read_json("config.json")
-    if data is None:
-        raise FileNotFoundError(f"{run_dir} holds no config.json: not a limen_jax run directory")
     from limen_jax.loop import Loop
 
     config = EvolveConfig.from_dict(_deep_merge(data, overrides or {}))
@@ -218,15 +219,36 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
     return out
 
 
+def recorded_config(replay_from: str | None) -> dict[str, Any] | None:
+    """The config.json of the run ``--replay-from`` names (a run dir or its llm_cache.jsonl),
+    or None when it has none (a bare cache file)."""
+    if not replay_from:
+        return None
+    src = Path(replay_from)
+    path = (src if src.is_dir() else src.parent) / "config.json"
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--replay-from: {path} cannot be read ({exc})") from None
+    return data if isinstance(data, dict) else None
+
+
 def config_from_args(args: argparse.Namespace) -> EvolveConfig:
-    over: dict[str, Any] = {"seed": 0}
+    """The run's config: the preset's for ``--task``, or for ``--replay-from RUN`` the
+    recorded run's own (task, budgets, seed, pipeline), then the file and the flags given."""
+    recorded = recorded_config(args.replay_from)
+    over: dict[str, Any] = {} if recorded else {"seed": 0}
     if args.config:
         over = _deep_merge(over, json.loads(Path(args.config).read_text()))
     over = _deep_merge(over, _overrides(args))
+    if recorded is not None:
+        if args.task and args.task != recorded.get("task"):
+            raise ValueError(f"--replay-from {args.replay_from} replays a run of task {recorded.get('task')!r}, "
+                             f"not {args.task!r}; leave --task out or give that one")
+        return from_dict(EvolveConfig, _deep_merge(recorded, over))
     task = args.task
-    if not task and args.replay_from:  # a replay runs the recorded run's task
-        recorded = Path(args.replay_from) / "config.json"
-        task = json.loads(recorded.read_text()).get("task") if recorded.exists() else None
     if not task:
         raise ValueError("--task is required (or --resume RUN_DIR); python -m limen_jax.tasks lists them")
     base = EvolveConfig.preset_for(task, args.preset).to_dict()
@@ -240,11 +262,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         evaluator = make_evaluator(args)  # built before the run starts, closed after it
         if args.resume:
+            recorded = recorded_config(args.resume) or {}
+            if args.task and recorded and args.task != recorded.get("task"):
+                raise ValueError(f"--resume {args.resume}: the run's task is {recorded.get('task')!r}; "
+                                 f"--task {args.task} would change it (start a new run for another task)")
             result = resume(args.resume, _overrides(args), evaluator=evaluator, handle_signals=True)
         else:
             from limen_jax.task import registered_tasks
 
             config = config_from_args(args)
+            if recorded_config(args.replay_from) is not None:
+                print(f"replay: the recorded run's task, configuration and seed ({config.task}, seed {config.seed}) "
+                      f"from {args.replay_from}", flush=True)
             if config.task not in registered_tasks() and ":" not in config.task:
                 print(f"error: unknown task {config.task!r}; registered: {', '.join(registered_tasks())}",
                       file=sys.stderr)
