@@ -247,7 +247,10 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
         if args.task and args.task != recorded.get("task"):
             raise ValueError(f"--replay-from {args.replay_from} replays a run of task {recorded.get('task')!r}, "
                              f"not {args.task!r}; leave --task out or give that one")
-        return from_dict(EvolveConfig, _deep_merge(recorded, over))
+        if not recorded.get("task"):
+            raise ValueError(f"--replay-from {args.replay_from}: its config.json names no task")
+        base = EvolveConfig.preset_for(recorded["task"], recorded.get("preset", args.preset)).to_dict()
+        return from_dict(EvolveConfig, _deep_merge(_deep_merge(base, recorded), over))
     task = args.task
     if not task:
         raise ValueError("--task is required (or --resume RUN_DIR); python -m limen_jax.tasks lists them")
