@@ -107,7 +107,8 @@ def plot(runs: Sequence[dict[str, Any]], path: str | Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m limen_jax.compare", description=__doc__.split("\n\n")[0])
+    about = __doc__.split("\n\n")[0].replace("``", "")  # plain text in a terminal
+    p = argparse.ArgumentParser(prog="python -m limen_jax.compare", description=about)
     p.add_argument("runs", nargs="+", type=Path, help="run directories")
     p.add_argument("--plot", type=Path, default=None, help="write the best-so-far curves to this image")
     args = p.parse_args(argv)

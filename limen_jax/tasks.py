@@ -11,8 +11,13 @@ import sys
 from limen_jax.registry import describe, families, make, registered_tasks
 
 
+def _plain(text: str | None) -> str:
+    """A docstring as --help shows it: no reStructuredText literal markers."""
+    return (text or "").replace("``", "")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m limen_jax.tasks", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m limen_jax.tasks", description=_plain(__doc__))
     parser.add_argument("--context", metavar="TASK", help="print the LLM context of TASK")
     args = parser.parse_args(argv)
     if args.context:

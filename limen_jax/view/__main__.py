@@ -16,7 +16,7 @@ from limen_jax.view import data
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m limen_jax.view", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m limen_jax.view", description=__doc__.splitlines()[0].replace("``", ""))
     p.add_argument("run_dir", help="a run directory written by limen_jax.evolve")
     p.add_argument("--port", type=int, default=8765, help="port to serve on (0: any free one; default 8765)")
     p.add_argument("--host", default="127.0.0.1",

@@ -1,17 +1,13 @@
-"""Learning on XLand with the CPU preset (slow: run with ``pytest -m slow``).
+"""PPO learns a real task in CI: XLand easy with the CPU preset, the bundled reference
+interface and a hand-written one. Budget: 300k env steps x 2 seeds, both interfaces in one
+batch (26 s on this 2-core CPU, 8 s of it compiling; both reached 0.98-1.0)."""
 
-Budget: 300k env steps x 2 seeds, both interfaces in one batch (about 2-3 minutes on a
-2-core CPU, most of it compiling).
-"""
-
-import pytest
 from interfaces import xland_easy_good
 
 import limen_jax as lj
 from limen_jax.rl import PPOConfig, train_batch
 
 
-@pytest.mark.slow
 def test_good_interfaces_solve_xland_easy_on_cpu():
     from limen_envs import interfaces as reference
 
@@ -22,4 +18,4 @@ def test_good_interfaces_solve_xland_easy_on_cpu():
     config = PPOConfig.preset("xland_easy", "cpu")
     result = train_batch(task, [ref, xland_easy_good(task)], seeds=2, total_steps=300_000, config=config)
     print(result.summary(), f"wall {result.wall_s:.0f} s, compile {result.compile_s:.0f} s")
-    assert result.success_mean.min() >= 0.8, result.summary()
+    assert result.success_mean.min() >= 0.9, result.summary()
