@@ -112,6 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("runs", nargs="+", type=Path, help="run directories")
     p.add_argument("--plot", type=Path, default=None, help="write the best-so-far curves to this image")
     args = p.parse_args(argv)
+    plot_ok = args.plot is None or (args.plot.parent.is_dir() and args.plot.suffix.lower() in (".png", ".pdf", ".svg"))
+    if not plot_ok:
+        print(f"--plot needs a .png, .pdf or .svg path in an existing directory, got {args.plot}", file=sys.stderr)
+        return 2
     runs = []
     for run_dir in args.runs:
         try:

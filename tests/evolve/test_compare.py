@@ -52,3 +52,12 @@ def test_compare_prints_one_row_per_run_and_plots(tmp_path, capsys):
 def test_compare_rejects_a_directory_without_a_checkpoint(tmp_path, capsys):
     assert main([str(tmp_path)]) == 2
     assert "not a run directory" in capsys.readouterr().err
+
+
+def test_compare_refuses_a_plot_it_cannot_write_before_reading_runs(tmp_path, capsys):
+    run = fake_run(tmp_path, "full", "full", [[0.5]])
+    for plot in (tmp_path / "no" / "dir" / "x.png", tmp_path / "x.gif"):
+        assert main([str(run), "--plot", str(plot)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--plot needs a .png, .pdf or .svg path in an existing directory" in err
+    assert not (tmp_path / "no").exists()
