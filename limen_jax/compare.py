@@ -84,17 +84,22 @@ def table(runs: Sequence[dict[str, Any]]) -> str:
 
 def plot(runs: Sequence[dict[str, Any]], path: str | Path) -> None:
     """Every run's best success so far over iterations, one step line each."""
+    from matplotlib.ticker import MaxNLocator
+
     from limen_jax.plots import _pyplot, best_so_far
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     for run in runs:
         line = best_so_far(run["records"])
-        label = f"{run['name']} ({run['config']['search']['mode']})"
+        cfg = run["config"]
+        budget = f"{cfg['cascade']['full_steps']:,} steps x {cfg['search']['seeds']}"
+        label = f"{run['name']} ({cfg['search']['mode']}, {budget})"
         if len(line) == 1:  # no search (the sparse baseline): a level to beat
             ax.axhline(line[0], linestyle="--", color="grey", label=label)
         else:
             ax.step(range(len(line)), line, where="post", label=label, marker="o", markersize=3)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # iterations are whole numbers
     ax.set_xlabel("iteration")
     ax.set_ylabel("best success so far")
     ax.set_ylim(-0.05, 1.05)

@@ -79,6 +79,10 @@ def plot_archive(heatmap: np.ndarray, obs_labels: Sequence[str], ast_labels: Seq
     ax.set_xlabel("observation dimension")
     ax.set_ylabel("reward AST nodes")
     ax.set_title(title or "MAP-Elites archive (best success per cell)")
+    for (i, j), value in np.ndenumerate(np.asarray(heatmap, dtype=np.float64)):  # each filled cell's number
+        if np.isfinite(value):
+            ax.text(i, j, f"{value:.2f}", ha="center", va="center", fontsize=6,
+                    color="black" if value > 0.6 else "white")
     fig.colorbar(im, ax=ax, label="success")
     fig.tight_layout()
     if path is not None:

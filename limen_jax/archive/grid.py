@@ -86,9 +86,10 @@ class GridSpec:
         return self.cell(record.obs_dim, record.reward_ast_size or 0)
 
     def obs_labels(self) -> list[str]:
-        """Axis labels for plots, e.g. "1-50", ..., "451-512"."""
-        e = self.obs_edges
-        return [f"{e[i]}-{e[i + 1] - 1}" for i in range(self.num_obs_bins)]
+        """Axis labels for plots, e.g. "1-50", ..., "451+": the last bin is open-ended
+        (:meth:`obs_bin` clamps larger observations into it)."""
+        e, n = self.obs_edges, self.num_obs_bins
+        return [f"{e[i]}-{e[i + 1] - 1}" for i in range(n - 1)] + [f"{e[n - 1]}+"]
 
     def ast_labels(self) -> list[str]:
         w, n = self.ast_bin_width, self.num_ast_bins

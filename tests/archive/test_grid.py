@@ -18,7 +18,7 @@ def test_default_bins_are_the_declared_ones():
     ast = {0: 0, 24: 0, 25: 1, 474: 18, 475: 19, 499: 19, 500: 19, 10_000: 19}
     assert {s: spec.ast_bin(s) for s in ast} == ast
     assert spec.ast_labels()[:2] == ["0-24", "25-49"] and spec.ast_labels()[-1] == "475+"
-    assert spec.obs_labels()[-1] == "451-512"
+    assert spec.obs_labels()[-2:] == ["401-450", "451+"]  # open-ended, like the AST axis
     with pytest.raises(ValueError):
         spec.ast_bin(-1)
     with pytest.raises(ValueError):
@@ -116,3 +116,16 @@ def test_grid_dict_round_trip(tiny):
     back = Grid.from_dict(g.to_dict())
     np.testing.assert_array_equal(back.fitness, g.fitness)
     assert back.ids.tolist() == g.ids.tolist() and back.spec == g.spec
+
+
+def test_the_archive_plot_prints_each_filled_cells_value_and_the_open_axis_ends():
+    from limen_jax.plots import plot_archive
+
+    spec = GridSpec()
+    heat = np.full((spec.num_obs_bins, spec.num_ast_bins), np.nan)
+    heat[0, 2], heat[9, 19] = 0.75, 0.3
+    fig = plot_archive(heat, spec.obs_labels(), spec.ast_labels())
+    ax = fig.axes[0]
+    assert sorted(t.get_text() for t in ax.texts) == ["0.30", "0.75"]
+    assert [t.get_text() for t in ax.get_xticklabels()][-1] == "451+"
+    assert [t.get_text() for t in ax.get_yticklabels()][-1] == "475+"

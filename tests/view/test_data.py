@@ -41,7 +41,7 @@ def test_programs_are_nodes_with_lineage_and_operator(summary: dict) -> None:
 
 def test_grid_history_replays_ties_and_migration(summary: dict) -> None:
     grid = summary["grid"]
-    assert (grid["num_islands"], grid["obs_labels"], grid["ast_labels"]) == (2, ["1-10", "11-20"],
+    assert (grid["num_islands"], grid["obs_labels"], grid["ast_labels"]) == (2, ["1-10", "11+"],
                                                                              ["0-9", "10-19", "20+"])
     # it0001-c00 ties it0000-c00 in cell (0, 1): the incumbent stays; the short run never enters;
     # after iteration 2 each island's best migrates to the other island, same cell
