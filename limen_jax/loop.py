@@ -112,6 +112,7 @@ class Loop:
         self._handle_signals = handle_signals
         self._signal: int | None = None
         self._critical = 0  # > 0 while a batch is being recorded and checkpointed
+        self._stopping = False  # an interrupt has been caught and is being recorded
 
     # --- setup ------------------------------------------------------------------------
     def _setup(self) -> int:
@@ -230,6 +231,8 @@ class Loop:
 
     # --- interrupts -------------------------------------------------------------------
     def _on_signal(self, signum: int, frame: Any) -> None:
+        if self._stopping:  # the stop is being recorded: it ends the run in a moment anyway
+            return
         if self._signal is not None:
             raise Interrupted(signum, now=True)
         self._signal = signum
@@ -302,6 +305,7 @@ class Loop:
             self.rd.log(f"{stop.kind}_stop", message=str(stop))
             self._say(stopped)
         except Interrupted as stop:
+            self._stopping = True
             complete, interrupted = False, stop.signum
             name = signal.Signals(stop.signum).name
             how = "at once" if stop.now else "at a safe point"
