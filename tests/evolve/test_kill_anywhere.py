@@ -4,6 +4,7 @@ archive grid as a run never killed, and every line of events.jsonl parses."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -27,10 +28,8 @@ def events(run_dir: Path) -> list[dict]:
     lines = path.read_text().splitlines() if path.exists() else []
     out = []
     for line in lines:
-        try:
+        with contextlib.suppress(json.JSONDecodeError):  # the line being written when polled
             out.append(json.loads(line))
-        except json.JSONDecodeError:  # the line being written when polled
-            pass
     return out
 
 
