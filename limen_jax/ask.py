@@ -86,7 +86,7 @@ def mutation_request(request: ProgramRequest | TextRequest, store: ProgramStore,
     return MutationRequest(
         system=request.system, user=request.user, task_name=task_name, mode=mode,  # type: ignore[arg-type]
         parent=store.get(request.parent_id) if request.parent_id else None, others=others,
-        rng_seed=request.rng_seed,
+        rng_seed=request.rng_seed, operator=request.operator,
     )
 
 

@@ -45,6 +45,9 @@ class MutationRequest:
     rng_seed: seed for the mutator's own randomness. Give every call in a run its own
         seed: the replay cache keys on it, so equal prompts with different seeds are
         distinct samples and a resumed run asks exactly the same questions.
+    operator: what the prompt asks of a program ("from_scratch", "mutate", "crossover", or a
+        strategy's own, e.g. "retune"); an LLM reads it in the prompt, the offline mutator
+        dispatches on it ("" for a text request).
     """
 
     system: str
@@ -55,6 +58,7 @@ class MutationRequest:
     others: list[ProgramRecord] = dataclasses.field(default_factory=list)
     rng_seed: int = 0
     role: str = "program"
+    operator: str = ""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -164,15 +164,25 @@ class OfflineMutator:
         return [names[i] for i in picked]
 
     # --- Mutator protocol -----------------------------------------------------------
+    # A request's ``operator`` -> the method that answers it, called as
+    # ``method(parent_genome_or_None, other_genomes, rng) -> (genome, ops)``; the operators
+    # "from_scratch", "mutate" and "crossover" (and any not listed) take the default path:
+    # from scratch without a parent, else 1..max_ops edits with a 30 % chance of crossing
+    # over with one of the others.
+    PROGRAM_OPERATORS: dict[str, str] = {}
+
     def propose(self, request: MutationRequest) -> MutationResponse:
         rng = np.random.default_rng(request.rng_seed)
         if request.role != "program":
             return self.answer_text(request, rng)
         parent = read_genome(request.parent.code) if request.parent is not None else None
-        if parent is None:
+        others = [g for g in (read_genome(r.code) for r in request.others) if g is not None]
+        operator = self.PROGRAM_OPERATORS.get(request.operator)
+        if operator is not None:  # a strategy's own operator (see PROGRAM_OPERATORS)
+            genome, ops = getattr(self, operator)(parent, others, rng)
+        elif parent is None:
             genome, ops = self.random_genome(rng), ["from_scratch"]
         else:
-            others = [g for g in (read_genome(r.code) for r in request.others) if g is not None]
             other = others[int(rng.integers(len(others)))] if others and rng.random() < 0.3 else None
             genome, ops = self.mutate(parent, rng, other)
         code = render(self.catalog, genome, request.mode)
