@@ -80,7 +80,8 @@ class CascadeConfig:
 @dataclasses.dataclass(frozen=True)
 class LLMConfig:
     """mutator: "auto" (anthropic when ANTHROPIC_API_KEY is set, else offline),
-    "anthropic", "offline" or "replay" (answers from ``replay_from``'s cache)."""
+    "anthropic", "offline" or "replay" (answers from ``replay_from``'s cache). A run records
+    what "auto" stood for when it began in its config.json, and keeps it on resume."""
 
     mutator: str = "auto"
     # the newest Sonnet that accepts a sampling temperature (the paper samples at 0.7)

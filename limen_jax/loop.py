@@ -125,6 +125,17 @@ class Loop:
             self._say(f"resume: {note}")
         if any("state.json" in n for n in self.rd.notes):
             self.rd.log("checkpoint_fallback", message=[n for n in self.rd.notes if "state.json" in n][0])
+        if self._mutator is None and self.config.llm.mutator == "auto":
+            # what "auto" stood for when the run began is the run's mutator from then on
+            # (config.json says what ran; a resume with a key set does not switch to Claude)
+            from limen_jax.llm.factory import resolve_mutator
+
+            llm = self.config.llm
+            if saved is not None and (saved.get("llm") or {}).get("mutator") not in (None, "auto"):
+                llm = dataclasses.replace(llm, mutator=saved["llm"]["mutator"])
+            else:
+                llm = dataclasses.replace(llm, mutator=resolve_mutator("auto"))
+            self.config = dataclasses.replace(self.config, llm=llm)
         name = strategy_for(self.mode, self.config.search.strategy)
         self.strategy = make_strategy(name, self.config.search.options, (state or {}).get("strategy"))
         pipeline = resolve_pipeline(self.config.search, self.config.llm, lookahead=self.strategy.lookahead,

@@ -51,3 +51,21 @@ def test_resume_refuses_what_is_not_a_run_and_a_changed_task(tmp_path, capsys):
     assert err.count("\n") == 1 and "the run's task is 'toy_task:ToyCorridor'; --task xland_easy would change it" in err
     assert main(["--resume", str(run), "--mode", "obs_only"]) == 2
     assert "search.mode" in capsys.readouterr().err
+
+
+def test_config_json_records_the_mutator_that_ran_and_a_resume_keeps_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    run = tmp_path / "run"
+    lj.evolve("toy_corridor", toy_config(llm={"mutator": "auto"}, search={"iterations": 1}), run_dir=run,
+              verbose=False)
+    saved = json.loads((run / "config.json").read_text())
+    assert saved["llm"]["mutator"] == "offline"  # what "auto" stood for, not "auto"
+    start = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()][0]
+    assert start["event"] == "run_start" and start["config"]["llm"]["mutator"] == "offline"
+    # a key set later does not switch the run to Claude (the bogus key would fail any call)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-not-a-key")
+    assert main(["--resume", str(run), "--iterations", "2"]) == 0
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    later = [e for e in events if e["event"] == "response" and e["id"].startswith("it0002")]
+    assert later and {e["mutator"] for e in later} == {"offline"}
+    assert json.loads((run / "config.json").read_text())["llm"]["mutator"] == "offline"
