@@ -1,9 +1,12 @@
 """The attack corpus (tests/program/attacks/, one class per module) against the sandboxed checker.
 
 All attacks run in one parallel batch (compile_many). Each is rejected, or accepted and
-then harmless in the engine: no file written outside the worker's scratch, no engine
-configuration changed, no crash or hang of this process, no host path or environment
-value in what the LLM would read.
+then harmless in the engine: no file written outside the worker's scratch (a canary name
+searched for recursively under HOME, the temp dir, the working directory, the XLA cache and
+a run directory; and the quiet trees, the sources, site-packages and HOME's own files,
+snapshotted recursively before and after), no connection to a socket listening on the
+host, no engine configuration changed, no crash or hang of this process, no host path or
+environment value in what the LLM would read.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import importlib
 import os
 import pathlib
+import socket
 import sys
 import tempfile
 import time
@@ -37,10 +41,45 @@ SECRET = "limen-canary-secret-5f1e"
 MARK = "limen_pwned_"
 
 
-def _targets() -> list[pathlib.Path]:
+def _xla_cache() -> pathlib.Path:
+    return pathlib.Path(os.environ.get("LIMEN_JAX_XLA_CACHE", os.path.expanduser("~/.cache/limen_jax/xla")))
+
+
+def _targets(run_dir: pathlib.Path) -> list[pathlib.Path]:
     """Places outside any worker scratch where an attack tries to write."""
     site = pathlib.Path(np.__file__).parents[1]
-    return [pathlib.Path.cwd(), site, pathlib.Path(tempfile.gettempdir()), pathlib.Path.home()]
+    return [pathlib.Path.cwd(), site, pathlib.Path(tempfile.gettempdir()), pathlib.Path.home(), _xla_cache(),
+            run_dir]
+
+
+def _canaries(roots: list[pathlib.Path]) -> list[str]:
+    """Every path whose name holds the canary mark, anywhere under ``roots``."""
+    found = []
+    for root in roots:
+        for parent, dirs, files in os.walk(root):
+            found += [os.path.join(parent, n) for n in dirs + files if MARK in n]
+    return found
+
+
+def _quiet_trees() -> dict[str, tuple[int, int]]:
+    """(size, mtime) of every file in trees nothing else writes while the suite runs: the
+    package sources, site-packages, and the files at the top of HOME (.bashrc, .profile, ...).
+    Byte-code caches are left out (a sibling test process may import a module first)."""
+    roots = [pathlib.Path(__file__).parents[2] / d for d in ("limen_jax", "envs", "tests")]
+    roots.append(pathlib.Path(np.__file__).parents[1])
+    seen = {}
+    for root in roots:
+        for parent, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for n in files:
+                if not n.endswith(".pyc"):
+                    st = os.stat(os.path.join(parent, n))
+                    seen[os.path.join(parent, n)] = (st.st_size, st.st_mtime_ns)
+    for entry in os.scandir(pathlib.Path.home()):
+        if entry.is_file(follow_symlinks=False):
+            st = entry.stat()
+            seen[entry.path] = (st.st_size, st.st_mtime_ns)
+    return seen
 
 
 def _engine_state() -> dict[str, Any]:
@@ -58,27 +97,41 @@ def _engine_state() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def attacked(easy_task: Task, easy_sample: Transition) -> dict[str, Any]:
-    targets = _targets()
+def attacked(easy_task: Task, easy_sample: Transition, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    run_dir = tmp_path_factory.mktemp("run")
+    targets = _targets(run_dir)
+    _xla_cache().mkdir(parents=True, exist_ok=True)
     for t in targets:
         assert not list(t.glob(MARK + "*")), f"stale canary files in {t}"
+    listener = socket.create_server(("127.0.0.1", 0))  # an attack that reaches the host's network connects here
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
     names = sorted(ATTACKS)
     sources = [
-        ATTACKS[n].replace("@@TARGET@@", str(targets[i % len(targets)] / f"{MARK}{n}")) for i, n in enumerate(names)
+        ATTACKS[n].replace("@@TARGET@@", str(targets[i % len(targets)] / f"{MARK}{n}")).replace("@@PORT@@", str(port))
+        for i, n in enumerate(names)
     ]
-    before = _engine_state()
+    before, quiet = _engine_state(), _quiet_trees()
     os.environ["LIMEN_TEST_API_KEY"] = SECRET
     start = time.perf_counter()
     try:
         results = compile_many(sources, easy_task, "full", names, sample=easy_sample, limits=LIMITS, workers=2)
     finally:
         del os.environ["LIMEN_TEST_API_KEY"]
+    seconds = time.perf_counter() - start
+    try:
+        peer = listener.accept()[1]
+    except BlockingIOError:
+        peer = None
+    listener.close()
     return {
         "results": dict(zip(names, results)),
-        "seconds": time.perf_counter() - start,
+        "seconds": seconds,
         "before": before,
         "after": _engine_state(),
         "targets": targets,
+        "quiet": (quiet, _quiet_trees()),
+        "peer": peer,
     }
 
 
@@ -88,8 +141,16 @@ def test_the_corpus_covers_every_class_with_at_least_40_attacks() -> None:
 
 
 def test_no_file_was_written_outside_the_scratch(attacked: dict[str, Any]) -> None:
-    for target in attacked["targets"]:
-        assert not list(target.glob(MARK + "*")), f"an attack wrote into {target}"
+    roots = [pathlib.Path.home(), pathlib.Path(tempfile.gettempdir()), pathlib.Path.cwd(), *attacked["targets"]]
+    assert _canaries(roots) == []
+    before, after = attacked["quiet"]
+    changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+    assert changed == [], f"files outside the scratch changed: {changed[:10]}"
+
+
+def test_nothing_reached_a_socket_listening_on_the_host(attacked: dict[str, Any]) -> None:
+    assert attacked["peer"] is None
+    assert any("@@PORT@@" in src for src in ATTACKS.values())  # the corpus does try to connect
 
 
 def test_the_engine_configuration_is_unchanged(attacked: dict[str, Any]) -> None:

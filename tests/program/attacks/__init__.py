@@ -2,7 +2,8 @@
 
 Each module defines ``ATTACKS: dict[str, str]``, attack name to program source. ``@@TARGET@@``
 in a source is replaced by a path outside the worker's scratch that the attack tries to
-write; the test then asserts that nothing was written there. Every attack also returns
+write; the test then asserts that nothing was written there. ``@@PORT@@`` is the port of a
+socket the test listens on; it asserts that no connection reached it. Every attack also returns
 valid values, so a program whose attack silently does nothing is accepted and must then
 train harmlessly.
 """

@@ -5,7 +5,10 @@ from attacks import in_observation
 
 ATTACKS = {
     "import_os": in_observation("import os\nos.system('touch @@TARGET@@')"),
-    "import_socket": in_observation("import socket\nsocket.create_connection(('127.0.0.1', 9))"),
+    "import_socket": in_observation("import socket\nsocket.create_connection(('127.0.0.1', @@PORT@@))"),
+    "socket_via_partial_import": in_observation(
+        "s = jax.tree_util.Partial(__import__, 'socket')()\ns.create_connection(('127.0.0.1', @@PORT@@))"
+    ),
     "builtins_import_via_tree_map": in_observation(
         "m = jax.tree.map(lambda n: n, ['os'])\nx = jax.tree_util.Partial(__import__, 'os')()"
     ),
