@@ -153,6 +153,31 @@ def test_nothing_reached_a_socket_listening_on_the_host(attacked: dict[str, Any]
     assert any("@@PORT@@" in src for src in ATTACKS.values())  # the corpus does try to connect
 
 
+PROBE = (
+    "import jax\nimport jax.numpy as jnp\n\n"
+    "def get_observation(state):\n"
+    "    x = state.agent.position[0].astype(jnp.float32)\n"
+    "    return jnp.stack([jnp.add(x, 2.0), jnp.multiply(x, 3.0), jnp.asarray(0.1) * 3.0]).astype(jnp.float32)\n\n"
+    "def compute_reward(state, action, next_state):\n"
+    "    return (next_state.agent.position[0] - state.agent.position[0]).astype(jnp.float32)\n"
+)
+
+
+def test_the_workers_that_ran_the_corpus_still_compute_exactly(
+    attacked: dict[str, Any], easy_task: Task, easy_sample: Transition
+) -> None:
+    """The global-state attacks ran inside workers forked from the same servers; a program
+    checked after them traces with untouched primitives, flags and dtypes (float32 0.1 * 3
+    is not the float64 value an x64 switch would give)."""
+    (probe,) = compile_many([PROBE], easy_task, "full", ["probe"], sample=easy_sample, limits=LIMITS, workers=2)
+    assert isinstance(probe, Interface)
+    obs = np.asarray(jax.jit(jax.vmap(probe.observe))(easy_sample.sim))
+    x = np.asarray(easy_sample.sim.agent.position[:, 0], np.float32)
+    np.testing.assert_array_equal(obs[:, 0], x + np.float32(2.0))
+    np.testing.assert_array_equal(obs[:, 1], x * np.float32(3.0))
+    np.testing.assert_array_equal(obs[:, 2], np.full_like(x, np.float32(0.1) * np.float32(3.0)))
+
+
 def test_the_engine_configuration_is_unchanged(attacked: dict[str, Any]) -> None:
     assert attacked["after"] == attacked["before"]
     assert attacked["after"]["x64"] is False and attacked["after"]["default_dtype"] == "float32"
