@@ -70,12 +70,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: cannot read {path}: {exc.strerror if isinstance(exc, OSError) else exc}", file=sys.stderr)
         return EXIT_USAGE
 
-    from limen_jax.task import make, registered_tasks
+    from limen_jax.registry import task_problem
+    from limen_jax.task import make
 
     try:
         task = make(args.task)
     except (KeyError, ValueError, ImportError, AttributeError) as exc:
-        print(f"error: unknown task {args.task!r} ({exc}); known: {', '.join(registered_tasks())}", file=sys.stderr)
+        print(f"error: {task_problem(args.task, exc)}", file=sys.stderr)
         return EXIT_USAGE
 
     from limen_jax.program import SandboxError, check_source

@@ -271,15 +271,16 @@ def main(argv: list[str] | None = None) -> int:
                                  f"--task {args.task} would change it (start a new run for another task)")
             result = resume(args.resume, _overrides(args), evaluator=evaluator, handle_signals=True)
         else:
-            from limen_jax.task import registered_tasks
+            from limen_jax.registry import factory_for, task_problem
 
             config = config_from_args(args)
             if recorded_config(args.replay_from) is not None:
                 print(f"replay: the recorded run's task, configuration and seed ({config.task}, seed {config.seed}) "
                       f"from {args.replay_from}", flush=True)
-            if config.task not in registered_tasks() and ":" not in config.task:
-                print(f"error: unknown task {config.task!r}; registered: {', '.join(registered_tasks())}",
-                      file=sys.stderr)
+            try:
+                factory_for(config.task)
+            except (KeyError, ImportError) as exc:
+                print(f"error: {task_problem(config.task, exc)}", file=sys.stderr)
                 return 2
             result = evolve(config.task, config, run_dir=args.run_dir, evaluator=evaluator, handle_signals=True)
     except (ValueError, FileNotFoundError) as exc:

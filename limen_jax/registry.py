@@ -71,10 +71,29 @@ def families() -> dict[str, str]:
     return out
 
 
+class UnknownTask(KeyError):
+    """No task is registered under a name. A KeyError (what callers catch) whose str() is
+    the message itself, not its repr in quotes."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown task"
+
+
+def task_problem(name: str, exc: BaseException) -> str:
+    """One line for a CLI saying why task ``name`` cannot be built from ``exc`` (what
+    :func:`make` raised): an unknown name lists the registered ones; a missing package or
+    a bad parameter is named as such."""
+    if isinstance(exc, UnknownTask):
+        return str(exc)
+    if isinstance(exc, ImportError):
+        return f"task {name!r} needs a package that is not installed ({exc.name or exc}); see the README's extras"
+    return f"task {name!r} cannot be built: {exc}"
+
+
 def factory_for(name: str) -> TaskFactory:
     """The factory that builds task ``name``.
 
-    Raises KeyError for an unknown name and ImportError when the task's package (or
+    Raises :class:`UnknownTask` (a KeyError) for an unknown name and ImportError when the task's package (or
     extra) is not installed.
     """
     if name in _REGISTERED:
@@ -93,11 +112,11 @@ def factory_for(name: str) -> TaskFactory:
             return _resolve(name)
         except ModuleNotFoundError as err:
             if err.name and name.startswith(err.name):
-                raise KeyError(f"unknown task {name!r}: no module {err.name!r}") from err
+                raise UnknownTask(f"unknown task {name!r}: no module {err.name!r}") from err
             raise
     if name in _BUILT:
         return _BUILT[name]
-    raise KeyError(
+    raise UnknownTask(
         f"unknown task {name!r}; registered: {', '.join(registered_tasks())}; "
         f"families: {', '.join(f'{p}:<env>' for p in sorted(fams))}"
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from limen_jax.registry import describe, families, make, registered_tasks
+from limen_jax.registry import describe, families, make, registered_tasks, task_problem
 
 
 def _plain(text: str | None) -> str:
@@ -23,8 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.context:
         try:
             print(make(args.context).context)
-        except (KeyError, ImportError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
+        except (KeyError, ImportError, ValueError, AttributeError) as exc:
+            print(f"error: {task_problem(args.context, exc)}", file=sys.stderr)
             return 2
         return 0
     names = registered_tasks()

@@ -84,13 +84,14 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, float]]
             raise BadInput(f"--interface {args.interface} {why}") from None
     # heavy imports after the cheap checks, so --help and typos answer at once
     from limen_jax.interface import default_interface
+    from limen_jax.registry import task_problem
     from limen_jax.rl import PPOConfig
     from limen_jax.task import make
 
     try:
         task = make(args.task)
     except (KeyError, ImportError, ValueError, AttributeError) as exc:
-        raise BadInput(f"unknown task {args.task!r}: {str(exc).strip(chr(34))}") from None
+        raise BadInput(task_problem(args.task, exc)) from None
     perturb = {k: _number(v, "--perturb", k) for k, v in _pairs(args.perturb, "--perturb").items()}
     if perturb:
         try:
