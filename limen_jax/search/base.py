@@ -173,11 +173,13 @@ def ask_text(
     user: str,
     context: Sequence[ProgramRecord] = (),
     tag: dict[str, Any] | None = None,
+    images: Sequence[str] = (),
 ) -> TextRequest:
-    """A text request (id "it<iteration>-t<index>") with a seed drawn from ``rng``."""
+    """A text request (id "it<iteration>-t<index>") with a seed drawn from ``rng``;
+    ``images``: base64 PNGs shown with it."""
     return TextRequest(id=f"it{view.iteration:04d}-t{index:02d}", iteration=view.iteration, role=role,
                        system=system, user=user, rng_seed=int(rng.integers(2**31 - 1)),
-                       context_ids=tuple(r.id for r in context), tag=dict(tag or {}))
+                       context_ids=tuple(r.id for r in context), tag=dict(tag or {}), images=tuple(images))
 
 
 def evaluate(view: SearchView, index: int, records: Sequence[ProgramRecord], evaluation: str,

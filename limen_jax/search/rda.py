@@ -48,10 +48,13 @@ class Decompose(StrategyBase):
         iterations: int = 5  # RDA iterations (4 batches each, after the decomposition)
         episodes: int = 3  # evaluation episodes per candidate the critic reads
         max_subtasks: int = 4  # most subtasks the decomposition may give
+        frames: int = 20  # rendered frames per critic query, over its episodes (where the task renders)
 
         def __post_init__(self) -> None:
-            if self.iterations < 1 or self.episodes < 1 or not 1 <= self.max_subtasks <= MAX_REWARD_TERMS:
-                raise ValueError(f"iterations and episodes must be >= 1 and max_subtasks in 1..{MAX_REWARD_TERMS}")
+            ok = min(self.iterations, self.episodes) >= 1 and self.frames >= 0
+            if not ok or not 1 <= self.max_subtasks <= MAX_REWARD_TERMS:
+                raise ValueError(f"iterations and episodes must be >= 1, frames >= 0 and max_subtasks in "
+                                 f"1..{MAX_REWARD_TERMS}")
 
     def __init__(self, options: Options | None = None) -> None:
         super().__init__(options)
@@ -72,10 +75,12 @@ class Decompose(StrategyBase):
             return self._programs(view, rng)
         records = [view.store.get(i) for i in self.candidates]
         if self.stage == "episodes":
-            return [evaluate(view, 0, [r for r in records if _trained(r)], "episodes", episodes=opts.episodes)]
+            return [evaluate(view, 0, [r for r in records if _trained(r)], "episodes", episodes=opts.episodes,
+                             frames=opts.frames)]
         if self.stage == "critic":
             return [ask_text(view, rng, k, "critic", system=text.system(), context=[r], tag={"program": r.id},
-                             user=text.critic_prompt(view.task, self.subtasks, r, _log(r), view.prompt.max_code_lines))
+                             user=text.critic_prompt(view.task, self.subtasks, r, _log(r), view.prompt.max_code_lines),
+                             images=[f["png"] for f in _log(r).get("frames", [])])
                     for k, r in enumerate(r for r in records if _log(r))]
         if self.stage == "reflect":
             summaries = [self.critiques[i] for i in self.candidates if "aggregate" in self.critiques.get(i, {})]

@@ -104,12 +104,20 @@ def summary_section(program_id: str, summ: dict[str, Any], episodes: int) -> str
     return render("rda_summary", id=program_id, episodes=str(episodes), scores="\n".join(lines))
 
 
-def renderer_line(renderer: dict[str, Any]) -> str:
-    """What the critic is told about frames: never any are sent (see docs/strategies.md)."""
-    if renderer.get("available"):
-        return ("Frames: none attached. The task can render frames, but this library sends the critic "
-                "logs only; judge from the logs.")
-    return f"Frames: none attached; the task has no renderer here ({one_line(renderer.get('note', ''))}): logs only."
+def renderer_line(log: dict[str, Any]) -> str:
+    """What the critic is told about frames: which are attached (episode, step), or why
+    none are and that it judges from the logs only."""
+    frames, view = log.get("frames") or [], log.get("renderer") or {}
+    if frames:
+        by_episode: dict[int, list[str]] = {}
+        for f in frames:
+            by_episode.setdefault(int(f["episode"]), []).append(str(f["step"]))
+        where = "; ".join(f"episode {e + 1} at steps {', '.join(ts)}" for e, ts in sorted(by_episode.items()))
+        return (f"Frames: {len(frames)} rendered frames are attached, in this order: {where} (the frame at step t "
+                "shows the state before step t; at the episode's length, its final state).")
+    if view.get("available"):
+        return "Frames: none attached (none were asked for): logs only."
+    return f"Frames: none attached; the task has no renderer here ({one_line(view.get('note', ''))}): logs only."
 
 
 def episode_block(e: int, episode: dict[str, Any], names: Sequence[str]) -> str:
@@ -133,7 +141,7 @@ def critic_prompt(task: Any, subtasks: Sequence[Subtask], record: Any, log: dict
     logs = "\n\n".join(episode_block(e, ep, names) for e, ep in enumerate(log["episodes"]))
     return render("rda_critic", task=task.description, subtasks=subtask_lines(subtasks),
                   episodes=str(len(log["episodes"])), steps_shown=str(STEPS_SHOWN),
-                  renderer=renderer_line(log.get("renderer", {})), code="\n".join(code), logs=logs)
+                  renderer=renderer_line(log), code="\n".join(code), logs=logs)
 
 
 def reflect_prompt(task: Any, subtasks: Sequence[Subtask], summaries: Sequence[dict[str, Any]]) -> str:
