@@ -68,6 +68,8 @@ class Decompose(StrategyBase):
     # --- proposing ------------------------------------------------------------------------
     def propose(self, view: SearchView, rng: np.random.Generator) -> list[Request]:
         opts = self.options
+        if self.stage == "done":
+            return []
         if self.stage == "decompose":
             return [ask_text(view, rng, 0, "decompose", system=text.system(),
                              user=text.decompose_prompt(view.task, opts.max_subtasks))]
@@ -82,11 +84,9 @@ class Decompose(StrategyBase):
                              user=text.critic_prompt(view.task, self.subtasks, r, _log(r), view.prompt.max_code_lines),
                              images=[f["png"] for f in _log(r).get("frames", [])])
                     for k, r in enumerate(r for r in records if _log(r))]
-        if self.stage == "reflect":
-            summaries = [self.critiques[i] for i in self.candidates if "aggregate" in self.critiques.get(i, {})]
-            return [ask_text(view, rng, 0, "reflect_subtasks", system=text.system(),
-                             user=text.reflect_prompt(view.task, self.subtasks, summaries))]
-        return []
+        summaries = [self.critiques[i] for i in self.candidates if "aggregate" in self.critiques.get(i, {})]
+        return [ask_text(view, rng, 0, "reflect_subtasks", system=text.system(),
+                         user=text.reflect_prompt(view.task, self.subtasks, summaries))]
 
     def _programs(self, view: SearchView, rng: np.random.Generator) -> list[Request]:
         best = view.store.get(self.best["id"]) if self.best else None
@@ -115,11 +115,12 @@ class Decompose(StrategyBase):
             self.subtasks = parsed or [{"name": "task", "description": text.one_line(view.task.description)}]
             event["subtasks"], self.stage = list(self.subtasks), "programs"
         elif stage == "programs":
-            self.candidates = [o.record.id for o in outcomes if o.request.kind == "program" and o.record is not None]
-            trained = [i for i in self.candidates if _trained(view.store.get(i))]
-            for i in set(self.candidates) - set(trained):
-                self.critiques[i] = {"note": "not trained: " + text.one_line((view.store.get(i).error or {})
-                                                                             .get("message", "rejected"))}
+            records = [o.record for o in outcomes if o.request.kind == "program" and o.record is not None]
+            self.candidates = [r.id for r in records]
+            trained = [r.id for r in records if _trained(r)]
+            for r in records:
+                if not _trained(r):
+                    self.critiques[r.id] = {"note": "not trained: " + text.one_line((r.error or {}).get("message", ""))}
             event["trained"] = trained
             self.stage = "episodes" if trained else self._end_round()
         elif stage == "episodes":

@@ -5,6 +5,8 @@ Messages API, where each role's prompt is checked as sent."""
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import subprocess
@@ -12,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from PIL import Image
 from test_evolve import toy_config
 
 import limen_jax as lj
@@ -171,3 +174,41 @@ def test_each_role_sees_what_the_paper_gives_it_as_sent_to_the_messages_api(tmp_
     assert all(u.count("### Episode ") == 3 for _, u in critics2)
     state = json.loads((run.run_dir / "state.json").read_text())["strategy"]
     assert state["best"] == {"id": "it0001-c00", "aggregate": 0.5, "round": 0}  # ties keep the first
+
+
+class Recording:
+    """The offline mutator, keeping every request it is asked (images included)."""
+
+    name = "recording"
+
+    def __init__(self, inner) -> None:
+        self.inner, self.requests = inner, []
+
+    def propose(self, request):
+        self.requests.append(request)
+        return self.inner.propose(request)
+
+
+def test_on_xland_the_critic_gets_the_rendered_frames_its_prompt_lists(tmp_path):
+    from limen_jax.llm.offline import OfflineMutator
+    from limen_jax.task import make
+
+    mutator = Recording(OfflineMutator(make("xland_easy").offline_catalog()))
+    config = {"seed": 3, "cascade": {"full_steps": 20_000},
+              "search": {"iterations": 3, "candidates": 1, "strategy": "rda", "options": {"iterations": 1}}}
+    run = lj.evolve("xland_easy", config, run_dir=tmp_path / "x", mutator=mutator, verbose=False)
+    assert run.complete and [r.id for r in run.records] == ["it0001-c00"]
+    log = run.records[0].evaluations["episodes"]
+    assert log["renderer"]["available"] and len(log["frames"]) == 20
+    lengths = [e["length"] for e in log["episodes"]]
+    # 7 + 7 + 6 frames from each episode's start state to its last (fewer where it is shorter)
+    assert [f["episode"] for f in log["frames"]] == sorted(f["episode"] for f in log["frames"])
+    assert all(f["step"] <= lengths[f["episode"]] for f in log["frames"])
+    assert [f["step"] for f in log["frames"] if f["episode"] == 0][::6] == [0, lengths[0]]
+    (critic,) = [r for r in mutator.requests if r.role == "critic"]
+    assert critic.images == tuple(f["png"] for f in log["frames"])
+    png = Image.open(io.BytesIO(base64.b64decode(critic.images[0])))
+    assert png.format == "PNG" and png.size == (288, 288)  # the whole 9 x 9 room, 32 px tiles
+    first = ", ".join(str(f["step"]) for f in log["frames"] if f["episode"] == 0)
+    assert f"Frames: 20 rendered frames are attached, in this order: episode 1 at steps {first}; " in critic.user
+    assert critic.user.count("### Episode ") == 3 and "logs only" not in critic.user

@@ -155,3 +155,44 @@ def test_the_strategy_memory_round_trips_through_json_and_rejects_an_unknown_sta
         again.load({**strategy.to_dict(), "stage": "bogus"})
     with pytest.raises(ValueError, match="max_subtasks"):
         Decompose.Options(max_subtasks=9)
+
+
+def test_the_stage_machine_skips_what_has_nothing_to_judge_and_ends_after_its_iterations():
+    from limen_jax.archive import Archive, ArchiveConfig
+    from limen_jax.search import SearchView
+    from limen_jax.search.requests import Outcome
+
+    archive = Archive(ArchiveConfig(num_islands=1))
+    strategy = Decompose(Decompose.Options(iterations=2))
+    view = lambda it: SearchView(archive, ToyCorridor(), "full", it, 2)  # noqa: E731
+    rng = np.random.default_rng(0)
+
+    (ask,) = strategy.propose(view(0), rng)
+    assert (ask.kind, ask.role, ask.system) == ("text", "decompose", text.system())
+    strategy.tell(view(0), [Outcome(ask, text="1. near: be near\n2. goal: be there")])
+    first = strategy.propose(view(1), rng)
+    assert [(r.kind, r.operator, r.parent_ids) for r in first] == [("program", "rda_initial", ())] * 2
+    assert first[0].user.endswith("exactly these 2 terms, one per subtask, named as given (weight each inside its "
+                                  "term):\n\n1. near: be near\n2. goal: be there\n")
+    broken = ProgramRecord(first[0].id, "x", error={"stage": "check", "message": "no compute_reward"})
+    trained = ProgramRecord(first[1].id, "y", success=0.5, success_per_seed=[0.5], stage="full")
+    for record in (broken, trained):
+        archive.store.add(record)
+    strategy.tell(view(1), [Outcome(first[0], broken), Outcome(first[1], trained)])
+    assert strategy.critiques == {broken.id: {"note": "not trained: no compute_reward"}}
+    (rollout,) = strategy.propose(view(2), rng)
+    assert (rollout.kind, rollout.program_ids, rollout.options) == ("eval", (trained.id,), {"episodes": 3,
+                                                                                          "frames": 20})
+    trained.evaluations["episodes"] = {"error": "FileNotFoundError: no kept policy"}
+    strategy.tell(view(2), [Outcome(rollout, records=(trained,))])
+    # no episodes to criticise: no critic and no reflection; the next round rewrites what it can
+    assert (strategy.stage, strategy.round) == ("programs", 1)
+    second = strategy.propose(view(3), rng)
+    assert [(r.operator, r.parent_ids) for r in second] == [("rda_initial", ()), ("rda_rewrite", (trained.id,))]
+    assert f"#### Program {broken.id} failed at stage \"check\"" in second[0].user  # shown to its successor
+    gone = [ProgramRecord(r.id, "z", error={"stage": "check", "message": "bad"}) for r in second]
+    for record in gone:
+        archive.store.add(record)
+    strategy.tell(view(3), [Outcome(r, g) for r, g in zip(second, gone, strict=True)])
+    assert strategy.stage == "done" and strategy.propose(view(4), rng) == []
+    assert strategy.done(view(4)) == "rda: 2 iterations; no critique"
