@@ -6,6 +6,7 @@ Messages API and the replay key."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -196,3 +197,28 @@ def test_the_stage_machine_skips_what_has_nothing_to_judge_and_ends_after_its_it
     strategy.tell(view(3), [Outcome(r, g) for r, g in zip(second, gone, strict=True)])
     assert strategy.stage == "done" and strategy.propose(view(4), rng) == []
     assert strategy.done(view(4)) == "rda: 2 iterations; no critique"
+
+
+def test_an_episodes_job_names_the_kept_policy_and_its_options_travel_to_a_worker(tmp_path):
+    from limen_jax.interface import default_interface, placeholder_interface
+    from limen_jax.rl import PPOConfig
+    from limen_jax.search.evaluations import JobContext, evaluation_kind
+    from limen_jax.search.jobs import Budget
+    from limen_jax.search.remote import job_from_wire, job_to_wire
+
+    task = ToyCorridor()
+    (tmp_path / "policies" / "it0001-c00" / "seed3000").mkdir(parents=True)
+    (tmp_path / "policies" / "it0001-c00" / "seed3001").mkdir(parents=True)
+    kept = dataclasses.replace(placeholder_interface(2), name="it0001-c00")
+    ctx = JobContext(task, PPOConfig(), 3, 2, Budget(0, 2048, 0.0), run_path=str(tmp_path))
+    job = evaluation_kind("episodes").job(ctx, [kept, default_interface(task)], {"frames": 4})
+    assert job.kind == "episodes" and list(job.seeds) == [3700]
+    assert job.options == {"episodes": 3, "frames": 4,
+                           "policies": [str(tmp_path / "policies" / "it0001-c00" / "seed3000"), ""]}
+    back = job_from_wire(json.loads(json.dumps(job_to_wire(dataclasses.replace(job, interfaces=[
+        default_interface(task)])))), task)
+    assert back.options == job.options and back.kind == "episodes"
+    (missing,) = evaluation_kind("episodes").run(dataclasses.replace(job, interfaces=[default_interface(task)],
+                                                                     options={**job.options, "policies": [""]}),
+                                                 None).results
+    assert isinstance(missing, FileNotFoundError) and "--keep-policies all" in str(missing)
