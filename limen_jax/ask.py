@@ -81,7 +81,7 @@ def mutation_request(request: ProgramRequest | TextRequest, store: ProgramStore,
     if isinstance(request, TextRequest):
         return MutationRequest(system=request.system, user=request.user, task_name=task_name, mode=mode,  # type: ignore[arg-type]
                                others=[store.get(i) for i in request.context_ids], rng_seed=request.rng_seed,
-                               role=request.role)
+                               role=request.role, images=request.images)
     others = [store.get(i) for i in (*request.parent_ids[1:], *request.context_ids)]
     return MutationRequest(
         system=request.system, user=request.user, task_name=task_name, mode=mode,  # type: ignore[arg-type]

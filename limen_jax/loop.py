@@ -403,7 +403,7 @@ class Loop:
         return JobContext(self.task, self.ppo, self.config.seed, search.seeds,
                           Budget(c.short_steps, c.full_steps, c.threshold), pad_to=search.candidates,
                           watchdog_s=c.watchdog_s, watchdog_factor=c.watchdog_factor,
-                          return_policies=self.config.keep_policies != "none")
+                          return_policies=self._kept() != "none", run_path=str(self.rd.path))
 
     def _jobs(self, children: list[Child]) -> list[tuple[str, list[Child], EvalJob]]:
         """The children's evaluation jobs, one per kind, in first-asked order."""
@@ -556,15 +556,24 @@ class Loop:
         self._checkpoint(it, nxt.requests if nxt is not None and nxt.requests else None)
         self._report(it, timing)
 
+    def _kept(self) -> str:
+        """Which policies to keep: the config's ``keep_policies``, or more when the strategy
+        reads them (its ``keep_policies``, e.g. "all" for a critic that rolls out every
+        candidate)."""
+        order = ("none", "best", "all")
+        wanted = getattr(self.strategy, "keep_policies", None) or "none"
+        return max(self.config.keep_policies, wanted, key=order.index)
+
     def _keep_policies(self, children: list[Child], results: list[Any]) -> None:
-        """Save the trained policies the config keeps (``keep_policies``) into the run dir."""
+        """Save the trained policies :meth:`_kept` names into the run dir."""
         kept = [(c.record.id, r) for c, r in zip(children, results)
                 if c.record.error is None and getattr(r, "policies", None)]
-        if self.config.keep_policies == "none" or not kept:
+        which = self._kept()
+        if which == "none" or not kept:
             return
         from limen_jax.policies import keep_policies
 
-        for path in keep_policies(self.rd.path, kept, self.config.keep_policies):
+        for path in keep_policies(self.rd.path, kept, which):
             self.rd.log("policy", id=path.parent.name, path=str(path.relative_to(self.rd.path)))
 
     # --- bookkeeping ------------------------------------------------------------------

@@ -75,7 +75,7 @@ def roll_out(run_dir: str | pathlib.Path, program_id: str, *, seed: int | None =
     plan = _plan(args)
     start = time.perf_counter()
     task, iface, policy = _load(args, plan)
-    log = rollouts(task, iface, policy, rollout_seed, episodes, keep_sims=frames)
+    log = rollouts(task, iface, policy, rollout_seed, episodes, keep_sims=1 if frames else 0)
     report = RolloutReport(
         program_id=program_id, seed=int(policy.metadata["seed"]), task=task.name, episodes=episodes,
         success=float(log.success.mean()), returns=float(log.returns.mean()), length=float(log.length.mean()),
@@ -199,7 +199,7 @@ def _gif(task: Any, log: Any) -> tuple[bytes | None, str]:
 
     steps = int(np.asarray(log.length)[0]) + 1
     try:
-        frames = [task.render(jax.tree.map(lambda x, t=t: x[t], log.sims)) for t in range(steps)]
+        frames = [task.render(jax.tree.map(lambda x, t=t: x[t, 0], log.sims)) for t in range(steps)]
     except NotImplementedError as exc:
         return None, str(exc)
     images = [Image.fromarray(np.asarray(f, np.uint8)) for f in frames]

@@ -84,6 +84,9 @@ NO_TEMPERATURE_PREFIXES: tuple[str, ...] = (
 # A pessimistic characters-per-token ratio for the pre-call budget estimate (English prose
 # runs ~4, code ~3): overestimating the input only makes the cap stop a little early.
 CHARS_PER_TOKEN_ESTIMATE = 3.0
+# Tokens an image may cost at most (the API downsizes larger images to about this), for the
+# same estimate.
+IMAGE_TOKENS_ESTIMATE = 1600
 
 _RETRY_STATUSES = frozenset({408, 409, 429})
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
@@ -253,6 +256,7 @@ class AnthropicMutator:
     def estimate_max_cost(self, request: MutationRequest) -> float:
         """Worst-case dollars for one call: estimated input tokens and a full ``max_tokens`` answer."""
         input_tokens = math.ceil((len(request.system) + len(request.user)) / CHARS_PER_TOKEN_ESTIMATE)
+        input_tokens += IMAGE_TOKENS_ESTIMATE * len(request.images)
         return call_cost(self.prices, input_tokens, self.max_tokens)
 
     @property
@@ -294,7 +298,7 @@ class AnthropicMutator:
             model=self.model,
             max_tokens=self.max_tokens,
             system=request.system,
-            messages=[{"role": "user", "content": request.user}],
+            messages=[{"role": "user", "content": _content(request)}],
             output_config=output_config,
             extra_body=extra,
         )
@@ -380,6 +384,15 @@ class AnthropicMutator:
                 "max_tokens": self.max_tokens,
             },
         )
+
+
+def _content(request: MutationRequest) -> Any:
+    """The user message: the prompt, after an image block per picture when it has any."""
+    if not request.images:
+        return request.user
+    images = [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64}}
+              for b64 in request.images]
+    return [*images, {"type": "text", "text": request.user}]
 
 
 def _describe(err: Exception | None) -> str:

@@ -48,6 +48,9 @@ class MutationRequest:
     operator: what the prompt asks of a program ("from_scratch", "mutate", "crossover", or a
         strategy's own, e.g. "retune"); an LLM reads it in the prompt, the offline mutator
         dispatches on it ("" for a text request).
+    images: base64-encoded PNGs shown with the prompt (e.g. a critic's frames); the
+        Anthropic client sends them as image blocks before the text, the offline mutator
+        ignores them, the replay cache keys on their digest.
     """
 
     system: str
@@ -59,6 +62,7 @@ class MutationRequest:
     rng_seed: int = 0
     role: str = "program"
     operator: str = ""
+    images: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

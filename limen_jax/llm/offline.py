@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from limen_jax.catalog import Catalog
+from limen_jax.llm import offline_rda
 from limen_jax.llm.mutator import MutationRequest, MutationResponse  # noqa: I001
 from limen_jax.modes import REQUIRED
 
@@ -57,7 +58,11 @@ def render(catalog: Catalog, genome: Genome, mode: str = "full") -> str:
         for t, _ in terms:
             lines.append(textwrap.indent(f"# {t.name}\n{t.code}", "    "))
         total = " + ".join(f"{w:.4g} * t_{t.name}" for t, w in terms) or "0.0"
-        lines.append(f"    return jnp.asarray({total}, dtype=jnp.float32)")
+        if genome.get("named") and terms:  # a dict reward: one named term per piece
+            named = ", ".join(f'"{t.name}": jnp.asarray({w:.4g} * t_{t.name}, dtype=jnp.float32)' for t, w in terms)
+            lines.append(f"    return {{{named}}}")
+        else:
+            lines.append(f"    return jnp.asarray({total}, dtype=jnp.float32)")
     return "\n".join(lines) + "\n"
 
 
@@ -169,7 +174,13 @@ class OfflineMutator:
     # "from_scratch", "mutate" and "crossover" (and any not listed) take the default path:
     # from scratch without a parent, else 1..max_ops edits with a 30 % chance of crossing
     # over with one of the others.
-    PROGRAM_OPERATORS: dict[str, str] = {}
+    PROGRAM_OPERATORS: dict[str, str] = {"rda_initial": "_rda_initial", "rda_rewrite": "_rda_rewrite"}
+
+    def _rda_initial(self, parent: Genome | None, others: list[Genome], rng: np.random.Generator) -> Any:
+        return offline_rda.initial_genome(self, rng)
+
+    def _rda_rewrite(self, parent: Genome | None, others: list[Genome], rng: np.random.Generator) -> Any:
+        return offline_rda.rewrite_genome(self, parent, rng)
 
     def propose(self, request: MutationRequest) -> MutationResponse:
         rng = np.random.default_rng(request.rng_seed)
@@ -191,14 +202,18 @@ class OfflineMutator:
 
     # --- text requests ----------------------------------------------------------------
     def answer_text(self, request: MutationRequest, rng: np.random.Generator) -> MutationResponse:
-        """A deterministic answer to a text request, by role: "plan" and "decompose" name
-        catalog pieces drawn by their priors (what an author would try); "verify" gives a
+        """A deterministic answer to a text request, by role: "plan" names catalog pieces
+        drawn by their priors (what an author would try); the RDA roles ("decompose",
+        "critic", "reflect_subtasks") are :mod:`limen_jax.llm.offline_rda`'s; "verify" gives a
         score in [0, 1] (the share of the context programs' reward terms that are dense
         shaping terms, else a draw); "critique" and any other role describe the context
         programs' pieces and scores."""
         cat = self.catalog
         role = request.role
-        if role in ("plan", "decompose"):
+        if role in offline_rda.ROLES:
+            return MutationResponse(text=offline_rda.answer(cat, role, list(request.others)), model="offline",
+                                    metadata={"role": role})
+        if role == "plan":
             terms = self._draw(rng, [t.name for t in cat.terms], min(3, len(cat.terms)), "t")
             feats = self._draw(rng, [f.name for f in cat.features], min(3, len(cat.features)), "f")
             lines = [f"{i + 1}. reward term `{t}` with observation feature `{f}`"

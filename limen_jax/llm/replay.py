@@ -5,6 +5,8 @@ A line is keyed by ``sha256([system, user, sample])`` where ``sample`` is
 ``"<rng_seed>:<occurrence>"``: the request's seed, and how many times this process has
 already asked the same (system, user, seed). The key ignores the model, so a cache
 recorded with one model replays under any configuration that builds the same prompts.
+A request with images has their digest appended to ``user`` in the key; the images
+themselves are not written to the file (only their count).
 
 - :class:`CachingMutator` wraps a live mutator: a cached answer is reused (a resumed run
   pays nothing twice), a new one is appended and fsynced before it is returned.
@@ -41,6 +43,16 @@ FORMAT_VERSION = 1
 
 class CacheMiss(MutatorError):
     """The replay cache has no answer for a request."""
+
+
+def _keyed_user(request: MutationRequest) -> str:
+    """The user prompt as the key sees it: with the images' digest when there are any (the
+    same text with other pictures is another question); unchanged without images."""
+    images = request.images
+    if not images:
+        return request.user
+    digest = hashlib.sha256("\n".join(images).encode("ascii")).hexdigest()
+    return f"{request.user}\n[{len(images)} images, sha256 {digest}]"
 
 
 def cache_key(system: str, user: str, sample: str) -> str:
@@ -113,12 +125,12 @@ class ResponseCache:
 
     def next_key(self, request: MutationRequest) -> tuple[str, str]:
         """(key, sample label) for this request; counts it as asked once more."""
-        prompt = cache_key(request.system, request.user, "")
+        prompt = cache_key(request.system, _keyed_user(request), "")
         with self._lock:
             occurrence = self._asked[(prompt, request.rng_seed)]
             self._asked[(prompt, request.rng_seed)] += 1
         sample = f"{request.rng_seed}:{occurrence}"
-        return cache_key(request.system, request.user, sample), sample
+        return cache_key(request.system, _keyed_user(request), sample), sample
 
     def get(self, key: str) -> MutationResponse | None:
         with self._lock:
@@ -137,6 +149,8 @@ class ResponseCache:
             "user": request.user,
             "response": response.to_dict(),
         }
+        if request.images:  # the pictures themselves stay out of the cache file
+            entry["images"] = len(request.images)
         line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -35,8 +35,8 @@ class RolloutLog(struct.PyTreeNode):
     alive: bool[T, E], the step belongs to the episode (it ends at its last step).
     success: bool[E], ``TaskState.success`` when the episode ended (False if it never did).
     length: int32[E], steps in the episode.
-    sims: the task's simulator states of episode 0, leaves [T + 1, ...] (the start state
-        first), for rendering; None unless asked for.
+    sims: the task's simulator states of the first S = ``keep_sims`` episodes, leaves
+        [T + 1, S, ...] (the start state first), for rendering; None when S is 0.
     """
 
     reward: jax.Array
@@ -71,12 +71,13 @@ def rollouts(
     seed: int,
     episodes: int,
     *,
-    keep_sims: bool = False,
+    keep_sims: int = 0,
 ) -> RolloutLog:
     """Roll ``policy`` out through ``interface`` on ``episodes`` fresh episodes of ``task``.
 
     seed: the episodes' start states and the policy's action samples derive from
-    ``jax.random.key(seed)``. keep_sims: also return episode 0's simulator states.
+    ``jax.random.key(seed)``. keep_sims: also return the simulator states of this many
+    leading episodes (at most ``episodes``).
     The interface must be the one the policy trained with (its ``obs_dim`` is checked).
     """
     if int(interface.obs_dim) != int(policy.metadata["obs_dim"]):
@@ -86,11 +87,11 @@ def rollouts(
         )
     if episodes < 1:
         raise ValueError("episodes must be at least 1")
-    run = _compiled(task, interface, policy, int(episodes), bool(keep_sims))
+    run = _compiled(task, interface, policy, int(episodes), min(int(keep_sims), int(episodes)))
     return run(policy.params, policy.obs_stats, jax.random.key(int(seed)))  # type: ignore[no-any-return]
 
 
-def _compiled(task: Task, interface: Interface, policy: Policy, episodes: int, keep_sims: bool) -> Any:
+def _compiled(task: Task, interface: Interface, policy: Policy, episodes: int, keep_sims: int) -> Any:
     config, net = network_of(policy, task)
     width, obs_dim = int(policy.metadata["width"]), int(interface.obs_dim)
     mask = jnp.arange(width) < obs_dim
@@ -127,7 +128,8 @@ def _compiled(task: Task, interface: Interface, policy: Policy, episodes: int, k
             r, terms = reward_terms(ts.sim, action, nxt.sim)
             ended = jnp.asarray(nxt.done, bool) | (t + 1 >= horizon)
             log = (jnp.where(alive, r, 0.0), jnp.where(alive[:, None], terms, 0.0), alive,
-                   alive & ended & jnp.asarray(nxt.success, bool), nxt.sim if keep_sims else None)  # fmt: skip
+                   alive & ended & jnp.asarray(nxt.success, bool),
+                   jax.tree.map(lambda x: x[:keep_sims], nxt.sim) if keep_sims else None)  # fmt: skip
             return (nxt, h, raw, r, alive & ~ended, t + 1), log
 
         zeros, ones = jnp.zeros((episodes,), jnp.float32), jnp.ones((episodes,), bool)
@@ -135,8 +137,8 @@ def _compiled(task: Task, interface: Interface, policy: Policy, episodes: int, k
         _, (reward, terms, alive, won, sims) = jax.lax.scan(step, carry, jax.random.split(k_act, horizon))
         kept = None
         if keep_sims:
-            first_sim = jax.tree.map(lambda x: x[0], start.sim)
-            kept = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b[:, 0]]), first_sim, sims)
+            first = jax.tree.map(lambda x: x[:keep_sims], start.sim)
+            kept = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, sims)
         return RolloutLog(reward, terms, alive, won.any(0), alive.sum(0).astype(jnp.int32), kept)
 
     return run

@@ -99,7 +99,9 @@ class NoOptions:
 
 class StrategyBase:
     """Defaults for a strategy: no options, no memory, lookahead 1, never done early, as
-    many generations as ``search.iterations`` asks (``max_iterations`` caps them).
+    many generations as ``search.iterations`` asks (``max_iterations`` caps them), the
+    trained policies ``--keep-policies`` keeps (``keep_policies``: "all" or "best" makes
+    the loop keep at least those, for a strategy that rolls them out).
     Subclasses set ``name`` and implement ``propose``; ``options`` is an instance of
     their ``Options`` dataclass."""
 
@@ -107,6 +109,7 @@ class StrategyBase:
     Options: ClassVar[type] = NoOptions
     lookahead: int = 1
     max_iterations: int | None = None
+    keep_policies: str | None = None
 
     def __init__(self, options: Any = None) -> None:
         self.options = options if options is not None else self.Options()
@@ -170,11 +173,13 @@ def ask_text(
     user: str,
     context: Sequence[ProgramRecord] = (),
     tag: dict[str, Any] | None = None,
+    images: Sequence[str] = (),
 ) -> TextRequest:
-    """A text request (id "it<iteration>-t<index>") with a seed drawn from ``rng``."""
+    """A text request (id "it<iteration>-t<index>") with a seed drawn from ``rng``;
+    ``images``: base64 PNGs shown with it."""
     return TextRequest(id=f"it{view.iteration:04d}-t{index:02d}", iteration=view.iteration, role=role,
                        system=system, user=user, rng_seed=int(rng.integers(2**31 - 1)),
-                       context_ids=tuple(r.id for r in context), tag=dict(tag or {}))
+                       context_ids=tuple(r.id for r in context), tag=dict(tag or {}), images=tuple(images))
 
 
 def evaluate(view: SearchView, index: int, records: Sequence[ProgramRecord], evaluation: str,

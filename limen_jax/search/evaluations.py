@@ -10,6 +10,9 @@ worker; it must be a pure function of the job), and writes a result into a recor
   the curves (``reward/<term>`` per named reward term), ``eval_terms`` and the feedback.
 - ``retrain``: N fresh seeds at the full budget, one stage (``options["seeds"]``, default
   5); the scores go to ``record.evaluations["retrain"]`` and never change the fitness.
+- ``episodes``: roll out each program's kept policy for a few episodes
+  (``options["episodes"]``, default 3) and log every step's reward terms, success and
+  length into ``record.evaluations["episodes"]`` (:mod:`limen_jax.search.episodes`).
 
 More kinds register with :func:`register_evaluation` or the entry-point group
 ``limen_jax.evaluations``.
@@ -23,6 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from limen_jax.search.episodes import Episodes
 from limen_jax.search.faults import describe, diverged
 from limen_jax.search.jobs import Budget, EvalBatch, EvalJob
 from limen_jax.search.training import evaluate
@@ -33,8 +37,9 @@ GROUP = "limen_jax.evaluations"
 @dataclasses.dataclass(frozen=True)
 class JobContext:
     """What every kind needs to build a job: the run's task, PPO config, seed, seeds per
-    full run, cascade budget and watchdog, the batch size to pad to, and whether the
-    trained policies come back to be kept (``keep_policies``)."""
+    full run, cascade budget and watchdog, the batch size to pad to, whether the
+    trained policies come back to be kept (``keep_policies``), and the run directory
+    (``run_path``; "" when there is none), where kept policies live."""
 
     task: Any
     ppo: Any
@@ -45,6 +50,7 @@ class JobContext:
     watchdog_s: float = 0.0
     watchdog_factor: float = 5.0
     return_policies: bool = False
+    run_path: str = ""
 
 
 class Evaluation(Protocol):
@@ -122,7 +128,7 @@ class Retrain(PPO):
         }
 
 
-_KINDS: dict[str, Any] = {"ppo": PPO(), "retrain": Retrain()}
+_KINDS: dict[str, Any] = {"ppo": PPO(), "retrain": Retrain(), "episodes": Episodes()}
 
 
 def register_evaluation(kind: Any) -> None:

@@ -77,7 +77,9 @@ class TextRequest:
     """Ask for text. id: a label unique in the run ("it0003-t00"). role: what the text is
     ("plan", "critique", "decompose", "verify", a strategy's own); the offline mutator
     answers by role. context_ids: programs the text is about (the offline mutator reads
-    them). system, user, rng_seed, iteration, tag: as for :class:`ProgramRequest`."""
+    them). images: pictures shown with the prompt, base64-encoded PNGs (a critic's
+    rendered frames): a vision model gets them before the text, the offline mutator
+    ignores them. system, user, rng_seed, iteration, tag: as for :class:`ProgramRequest`."""
 
     id: str
     iteration: int
@@ -87,6 +89,7 @@ class TextRequest:
     rng_seed: int
     context_ids: tuple[str, ...] = ()
     tag: dict[str, Any] = dataclasses.field(default_factory=dict)
+    images: tuple[str, ...] = ()
     kind: str = dataclasses.field(default="text", init=False)
 
 
@@ -107,7 +110,7 @@ class EvalRequest:
 
 Request = ProgramRequest | TextRequest | EvalRequest
 _KINDS: dict[str, type] = {"program": ProgramRequest, "text": TextRequest, "eval": EvalRequest}
-_TUPLES = ("parent_ids", "context_ids", "sections", "program_ids")
+_TUPLES = ("parent_ids", "context_ids", "sections", "program_ids", "images")
 
 
 def request_to_dict(request: Request) -> dict[str, Any]:
