@@ -65,7 +65,7 @@ def improvements_of(outcomes: Sequence[Outcome], best_before: float) -> list[tup
     out = []
     for o in outcomes:
         if isinstance(o.request, ProgramRequest) and o.record is not None:
-            s = float(o.record.success) if o.record.evaluated else 0.0
+            s = float(o.record.success or 0.0) if o.record.evaluated else 0.0
             out.append((o.request.id, max(0.0, s - best_before)))
     return out
 
