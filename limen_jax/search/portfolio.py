@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from limen_jax.search.base import SearchView, StrategyBase
-from limen_jax.search.registry import make_strategy, strategy_names
+from limen_jax.search.registry import make_strategy, strategy_class, strategy_names
 from limen_jax.search.requests import Outcome, ProgramRequest, Request
 
 DEFAULT_MEMBERS = ("map_elites", "eureka", "mcts", "forge")  # those registered in this process
@@ -70,6 +70,16 @@ def improvements_of(outcomes: Sequence[Outcome], best_before: float) -> list[tup
     return out
 
 
+def _loads(name: str) -> bool:
+    """Whether the strategy registered as ``name`` can be loaded (an entry point may name a
+    module that is not installed)."""
+    try:
+        strategy_class(name)
+    except ImportError:
+        return False
+    return True
+
+
 class Portfolio(StrategyBase):
     name = "portfolio"
 
@@ -91,10 +101,10 @@ class Portfolio(StrategyBase):
         self.lookahead = min(getattr(s, "lookahead", 1) for s in self.members.values())
 
     def _member_names(self) -> list[str]:
-        """The members asked for; of the default list, those registered (the default names
-        strategies other packages may provide); any other unknown name is an error."""
+        """The members asked for; of the default list, those this process can load (the
+        default names strategies other packages provide); any other unknown name is an error."""
         asked = [m.strip() for m in self.options.members.split(",") if m.strip()]
-        known = set(strategy_names())
+        known = {m for m in strategy_names() if _loads(m)}
         default = self.options.members == ",".join(DEFAULT_MEMBERS)
         names = [m for m in asked if m in known] if default else asked
         unknown = [m for m in names if m not in known]

@@ -6,8 +6,12 @@ resumed, replayed; with an LLM: what each role sees, as sent to a local Messages
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +21,7 @@ from toy_task import ToyCorridor
 
 import limen_jax as lj
 from limen_jax.archive import Archive, ArchiveConfig, ProgramRecord
+from limen_jax.evolve import resume
 from limen_jax.llm import MutationRequest
 from limen_jax.llm.anthropic_client import AnthropicMutator, RetryPolicy
 from limen_jax.llm.offline import OfflineMutator, read_genome
@@ -188,7 +193,7 @@ def test_a_run_stopped_after_a_batch_resumes_to_the_same_run_and_replays(forge_r
               verbose=False)
     stopped = json.loads((run_dir / "state.json").read_text())["strategy"]
     assert stopped["components"] and len(stopped["pool"]) >= 2 and stopped["best_by_depth"].keys() == {"0"}
-    resumed = lj.evolve("toy_corridor", FORGE, run_dir=run_dir, verbose=False)
+    resumed = resume(run_dir, {"search": {"iterations": 3}}, verbose=False)
     assert brief(resumed) == brief(forge_run)
     final = json.loads((run_dir / "state.json").read_text())["strategy"]
     assert final == json.loads((forge_run.run_dir / "state.json").read_text())["strategy"]
@@ -259,3 +264,49 @@ def test_each_role_sees_what_the_paper_gives_it_as_sent_to_the_api(tmp_path):
         assert others and all(r.code.rstrip() not in expected[-1] for r in others)
         assert record.metadata["depth"] == 1
     assert sorted(u for _, u in sent[4:]) == sorted(expected)
+
+
+def cli_kill_and_resume(tmp_path, config, strategy, sets=()):
+    """Run ``python -m limen_jax.evolve --strategy <strategy>`` on the toy corridor, SIGKILL it
+    once a batch is checkpointed, ``--resume`` it; returns (run dir, the checkpoint when killed)."""
+    root = Path(__file__).parent.parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(Path(__file__).parent),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    (tmp_path / "cfg.json").write_text(json.dumps(config))
+    run_dir = tmp_path / "cli"
+    cmd = [sys.executable, "-m", "limen_jax.evolve", "--task", "toy_task:ToyCorridor", "--config",
+           str(tmp_path / "cfg.json"), "--strategy", strategy, *(x for s in sets for x in ("--set", s)),
+           "--run-dir", str(run_dir)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    state = run_dir / "state.json"
+    deadline = time.time() + 600
+    while time.time() < deadline and proc.poll() is None:
+        if state.exists() and json.loads(state.read_text())["iteration"] >= 1:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    killed = json.loads(state.read_text())
+    out = subprocess.run([sys.executable, "-m", "limen_jax.evolve", "--resume", str(run_dir)], env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    resumes = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["from_iteration"] for e in resumes if e["event"] == "run_resume"] == [killed["iteration"] + 1]
+    return run_dir, killed
+
+
+@pytest.mark.slow
+def test_the_cli_runs_it_and_a_kill_9_mid_pool_resumes_to_the_same_run(forge_run, tmp_path):
+    run_dir, killed = cli_kill_and_resume(tmp_path, {**FORGE, "search": {**FORGE["search"], "options": {}}},
+                                          "forge", ["search.options.components=3", "search.options.patience=3"])
+    assert killed["iteration"] < 3 and killed["strategy"]["components"]
+    final = json.loads((run_dir / "state.json").read_text())
+    assert final["strategy"] == json.loads((forge_run.run_dir / "state.json").read_text())["strategy"]
+    records = {r["id"]: r for r in final["archive"]["programs"]}
+    assert sorted(records) == sorted(r.id for r in forge_run.records)
+    for r in forge_run.records:
+        mine = records[r.id]
+        assert (mine["code"], mine["parent_ids"], mine["success_per_seed"], mine["metadata"]["depth"]) == (
+            r.code, r.parent_ids, r.success_per_seed, r.metadata["depth"])
+    assert (run_dir / "depth.png").stat().st_size > 0
