@@ -27,6 +27,7 @@ from limen_jax.llm.anthropic_client import AnthropicMutator, RetryPolicy
 from limen_jax.llm.offline import OfflineMutator, read_genome
 from limen_jax.llm.prompts import budget_text, build_system, contract
 from limen_jax.llm.templates import render
+from limen_jax.plots import plot_depth
 from limen_jax.program import Limits
 from limen_jax.search import SearchView
 from limen_jax.search.forge import (
@@ -145,6 +146,19 @@ def test_the_offline_planner_and_engineer_write_single_components_and_their_unio
     unchanged = {k: v for k, v in child["terms"].items() if f"reweight:{k}" not in ops}
     assert ops[0] == "combine" and len(unchanged) == 2
     assert all(v == {"goal": 2.0, "approach": 0.1, "step_cost": 0.01}[k] for k, v in unchanged.items())
+
+
+def test_the_depth_plot_shows_the_best_success_at_each_depth_of_records_that_have_one(tmp_path):
+    records = [{"success": 0.2, "metadata": {"depth": 0}}, {"success": 0.5, "metadata": {"depth": 0}},
+               {"success": 0.4, "metadata": {"depth": 1}}, {"success": None, "metadata": {"depth": 2}},
+               {"success": 0.9, "metadata": {}}]  # no depth: not drawn
+    fig = plot_depth(records)
+    best = fig.axes[0].lines[0]
+    assert list(best.get_xdata()) == [0, 1] and list(best.get_ydata()) == [0.5, 0.4]
+    dots, crosses = (c.get_offsets().tolist() for c in fig.axes[0].collections)
+    assert dots == [[0, 0.2], [0, 0.5], [1, 0.4]] and crosses == [[2, 0.0]]
+    plot_depth(records, tmp_path / "depth.png")
+    assert (tmp_path / "depth.png").stat().st_size > 0
 
 
 # --- whole runs ------------------------------------------------------------------------------
