@@ -148,6 +148,20 @@ def test_the_offline_planner_and_engineer_write_single_components_and_their_unio
     assert all(v == {"goal": 2.0, "approach": 0.1, "step_cost": 0.01}[k] for k, v in unchanged.items())
 
 
+def test_in_reward_only_mode_each_component_asks_for_a_reward_alone():
+    forge = Forge()
+    forge.components = ["reward term `approach` with observation feature `pos`"]
+    view = view_of(iteration=1)
+    view.mode = "reward_only"
+    (request,) = forge.propose(view, np.random.default_rng(0))
+    assert request.system == build_system("reward_only") and "get_observation(state)" not in request.user
+    assert "Write compute_reward(state, action, next_state) implementing exactly one" in request.user
+    mutator = OfflineMutator(ToyCorridor().offline_catalog())
+    answer = mutator.propose(MutationRequest(request.system, request.user, "toy_corridor", mode="reward_only",
+                                             operator=request.operator, rng_seed=request.rng_seed))
+    assert "def get_observation" not in answer.text and "t_approach" in answer.text
+
+
 def test_the_depth_plot_shows_the_best_success_at_each_depth_of_records_that_have_one(tmp_path):
     records = [{"success": 0.2, "metadata": {"depth": 0}}, {"success": 0.5, "metadata": {"depth": 0}},
                {"success": 0.4, "metadata": {"depth": 1}}, {"success": None, "metadata": {"depth": 2}},
