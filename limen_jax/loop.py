@@ -621,19 +621,22 @@ class Loop:
         return f"--interface best_interface.py{mode}"
 
     def _write_plots(self) -> None:
-        """progress.png and archive.png, when a checkpoint came since they were drawn (and
-        once per process). Drawn after the next batch is submitted, not before: matplotlib
+        """progress.png and archive.png (and depth.png when records carry a lineage depth,
+        ``metadata["depth"]``), when a checkpoint came since they were drawn (and once per
+        process). Drawn after the next batch is submitted, not before: matplotlib
         (~1 s to import, ~0.5 s a redraw) must not hold the next batch back."""
         if not self._plots_due:
             return
         self._plots_due = False
-        from limen_jax.plots import plot_archive, plot_progress
+        from limen_jax.plots import plot_archive, plot_depth, plot_progress
 
         records = [r.to_dict() for r in self.store]
         if records:
             plot_progress(records, self.rd.path / "progress.png", title=f"{self.task.name} ({self.mode})")
             spec = self.archive.config.grid
             plot_archive(self.archive.heatmap(), spec.obs_labels(), spec.ast_labels(), self.rd.path / "archive.png")
+            if any("depth" in r["metadata"] for r in records):
+                plot_depth(records, self.rd.path / "depth.png", title=f"{self.task.name}: success by lineage depth")
 
     def _report(self, it: int, timing: dict[str, Any]) -> None:
         recs = [r for r in self.store if r.iteration == it]

@@ -89,3 +89,36 @@ def plot_archive(heatmap: np.ndarray, obs_labels: Sequence[str], ast_labels: Seq
         fig.savefig(path, dpi=110)
         plt.close(fig)
     return fig
+
+
+def plot_depth(records: Sequence[dict[str, Any]], path: str | Path | None = None, title: str = "") -> Any:
+    """Success by lineage depth: each candidate whose ``metadata["depth"]`` is set as a dot
+    at its depth (rejected ones as red crosses at 0), and the best success per depth as a
+    line. ``records``: ProgramRecord dicts; those without a depth are left out."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    deep = [r for r in records if isinstance(r.get("metadata", {}).get("depth"), int)]
+    ok = [r for r in deep if r.get("success") is not None]
+    bad = [r for r in deep if r.get("success") is None]
+    if ok:
+        ax.scatter([r["metadata"]["depth"] for r in ok], [r["success"] for r in ok], s=22, alpha=0.6,
+                   color="tab:blue", label="candidate")
+        depths = sorted({r["metadata"]["depth"] for r in ok})
+        best = [max(r["success"] for r in ok if r["metadata"]["depth"] == d) for d in depths]
+        ax.plot(depths, best, color="black", marker="o", label="best at depth")
+    if bad:
+        ax.scatter([r["metadata"]["depth"] for r in bad], [0.0] * len(bad), marker="x", color="tab:red",
+                   label="rejected / crashed")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("lineage depth")
+    ax.set_ylabel("success rate")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title(title or "success by lineage depth")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+    return fig

@@ -25,6 +25,7 @@ GENOME_TAG = "# limen-genome:"
 _GENOME_RE = re.compile(r"^# limen-genome: (\{.*\})\s*$", re.MULTILINE)
 
 Genome = dict[str, Any]
+COMPONENT_LINE = "Component to write:"  # forge's component prompt names its component on this line
 
 
 def read_genome(code: str | None) -> Genome | None:
@@ -174,7 +175,11 @@ class OfflineMutator:
     # "from_scratch", "mutate" and "crossover" (and any not listed) take the default path:
     # from scratch without a parent, else 1..max_ops edits with a 30 % chance of crossing
     # over with one of the others.
-    PROGRAM_OPERATORS: dict[str, str] = {"rda_initial": "_rda_initial", "rda_rewrite": "_rda_rewrite"}
+    PROGRAM_OPERATORS: dict[str, str] = {"rda_initial": "_rda_initial", "rda_rewrite": "_rda_rewrite",
+                                         "combine": "combine"}
+    # Operators that read what the prompt names (forge's planned component), called as
+    # ``method(prompt_user_text, rng) -> (genome, ops)``.
+    PROMPT_OPERATORS: dict[str, str] = {"component": "component"}
 
     def _rda_initial(self, parent: Genome | None, others: list[Genome], rng: np.random.Generator) -> Any:
         return offline_rda.initial_genome(self, rng)
@@ -189,7 +194,9 @@ class OfflineMutator:
         parent = read_genome(request.parent.code) if request.parent is not None else None
         others = [g for g in (read_genome(r.code) for r in request.others) if g is not None]
         operator = self.PROGRAM_OPERATORS.get(request.operator)
-        if operator is not None:  # a strategy's own operator (see PROGRAM_OPERATORS)
+        if request.operator in self.PROMPT_OPERATORS:
+            genome, ops = getattr(self, self.PROMPT_OPERATORS[request.operator])(request.user, rng)
+        elif operator is not None:  # a strategy's own operator (see PROGRAM_OPERATORS)
             genome, ops = getattr(self, operator)(parent, others, rng)
         elif parent is None:
             genome, ops = self.random_genome(rng), ["from_scratch"]
@@ -199,6 +206,34 @@ class OfflineMutator:
         code = render(self.catalog, genome, request.mode)
         text = f"Offline edit ({', '.join(ops)}).\n\n```python\n{code}```\n"
         return MutationResponse(text=text, model="offline", metadata={"ops": ops, "genome": genome})
+
+    def component(self, prompt: str, rng: np.random.Generator) -> tuple[Genome, list[str]]:
+        """One planned component (forge): the catalog term named in the prompt's
+        "Component to write:" line (drawn by prior when it names none), with the features
+        that line names and the required pieces; nothing else."""
+        cat = self.catalog
+        line = next((x for x in prompt.splitlines() if x.startswith(COMPONENT_LINE)), "")
+        named = re.findall(r"`(\w+)`", line)
+        term = next((n for n in named if n in {t.name for t in cat.terms}), None)
+        term = term or self._draw(rng, [t.name for t in cat.terms], 1, "t")[0]
+        feats = {*cat.required_features, *(n for n in named if n in self._order)} or {cat.features[0].name}
+        terms = {name: cat.term(name).weight for name in (*cat.required_terms, term)}
+        return {"features": sorted(feats, key=self._order.__getitem__), "terms": terms}, [f"component:{term}"]
+
+    def combine(self, parent: Genome | None, others: list[Genome],
+                rng: np.random.Generator) -> tuple[Genome, list[str]]:
+        """Forge's engineer: both parents' features and terms (a term both hold keeps the
+        mean weight), then one term reweighted, as an engineer balancing the merged terms."""
+        if parent is None or not others:
+            return self.random_genome(rng), ["from_scratch"]
+        other = others[0]
+        terms = {**other["terms"], **parent["terms"]}
+        for name in set(parent["terms"]) & set(other["terms"]):
+            terms[name] = float(f"{(parent['terms'][name] + other['terms'][name]) / 2:.3g}")
+        name = str(rng.choice(sorted(terms)))
+        terms[name] = float(f"{terms[name] * float(np.exp(rng.normal(0.0, 0.5))):.3g}")
+        features = sorted({*parent["features"], *other["features"]}, key=self._order.__getitem__)
+        return {"features": features, "terms": terms}, ["combine", f"reweight:{name}"]
 
     # --- text requests ----------------------------------------------------------------
     def answer_text(self, request: MutationRequest, rng: np.random.Generator) -> MutationResponse:

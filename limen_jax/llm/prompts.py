@@ -287,3 +287,14 @@ def build_prompt(
         guidance=render(f"guidance_{bracket}", success_rate=_num(parent.success)),
     )
     return Prompt(system, user + "\n", tuple(chosen), bracket)
+
+
+def contract(mode: str, budget: str = "", max_obs_dim: int = 512, max_work_vs_step: float = 100.0) -> dict[str, str]:
+    """What every program prompt states whatever else it shows (a strategy's own template
+    fills these): ``functions`` to write, their ``constraints``, the checker's ``rules``,
+    the ``budget`` sentence."""
+    from limen_jax.llm.rules import checker_rules
+
+    parts = _check_mode(mode)
+    return {"functions": _functions(parts), "constraints": _constraints(parts),
+            "rules": checker_rules(max_obs_dim, max_work_vs_step), "budget": budget}

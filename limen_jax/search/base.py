@@ -35,7 +35,9 @@ class SearchView:
     proposed. candidates: children wanted in it. prompt: the prompt settings. budget: one
     sentence on the training budget, stated in every prompt. max_obs_dim, max_work_vs_step:
     the checker's observation limit and cost budget (x one env step), stated with its
-    other rules.
+    other rules. first_index: added to every index the request builders (:func:`ask_program`,
+    :func:`ask_text`, :func:`evaluate`) turn into an id, so that strategies sharing one batch
+    (a portfolio's members) never give two requests the same id; 0 for a strategy alone.
     """
 
     archive: Archive
@@ -47,6 +49,7 @@ class SearchView:
     budget: str = ""
     max_obs_dim: int = 512
     max_work_vs_step: float = 100.0
+    first_index: int = 0
 
     @property
     def store(self) -> Any:
@@ -156,7 +159,7 @@ def ask_program(
     parents = tuple(r.id for r in (parent, second_parent) if r is not None)
     default_op = "from_scratch" if parent is None else "crossover" if second_parent is not None else "mutate"
     return ProgramRequest(
-        id=program_id(view.iteration, index), iteration=view.iteration, island=island,
+        id=program_id(view.iteration, view.first_index + index), iteration=view.iteration, island=island,
         operator=operator or default_op, parent_ids=parents, context_ids=tuple(r.id for r in diverse),
         system=prompt.system, user=prompt.user, sections=prompt.sections, rng_seed=seed,
         evaluation=evaluation, tag=dict(tag or {}),
@@ -175,16 +178,16 @@ def ask_text(
     tag: dict[str, Any] | None = None,
     images: Sequence[str] = (),
 ) -> TextRequest:
-    """A text request (id "it<iteration>-t<index>") with a seed drawn from ``rng``;
-    ``images``: base64 PNGs shown with it."""
-    return TextRequest(id=f"it{view.iteration:04d}-t{index:02d}", iteration=view.iteration, role=role,
-                       system=system, user=user, rng_seed=int(rng.integers(2**31 - 1)),
+    """A text request (id "it<iteration>-t<first_index + index>") with a seed drawn from
+    ``rng``; ``images``: base64 PNGs shown with it."""
+    return TextRequest(id=f"it{view.iteration:04d}-t{view.first_index + index:02d}", iteration=view.iteration,
+                       role=role, system=system, user=user, rng_seed=int(rng.integers(2**31 - 1)),
                        context_ids=tuple(r.id for r in context), tag=dict(tag or {}), images=tuple(images))
 
 
 def evaluate(view: SearchView, index: int, records: Sequence[ProgramRecord], evaluation: str,
              tag: dict[str, Any] | None = None, **options: Any) -> EvalRequest:
-    """An evaluation request (id "it<iteration>-e<index>") of stored programs."""
-    return EvalRequest(id=f"it{view.iteration:04d}-e{index:02d}", iteration=view.iteration,
+    """An evaluation request (id "it<iteration>-e<first_index + index>") of stored programs."""
+    return EvalRequest(id=f"it{view.iteration:04d}-e{view.first_index + index:02d}", iteration=view.iteration,
                        program_ids=tuple(r.id for r in records), evaluation=evaluation,
                        options=dict(options), tag=dict(tag or {}))

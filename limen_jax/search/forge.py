@@ -1,0 +1,203 @@
+"""FORGE (seed 004): a planner lists single reward components, an engineer crosses pairs
+of a bounded pool, and every program's lineage depth is kept.
+
+Batches, each proposed only once the one before is told (``lookahead`` 0):
+
+1. plan: one text request (role "plan"): the planner sees the task's plain-language
+   description and lists ``components`` single reward components, one per numbered line;
+2. components: one program request per listed component (operator "component", depth
+   0), the component named on the prompt's ``Component to write:`` line;
+3. rounds: ``view.candidates`` crossovers (operator "combine"), each of a pair of pool
+   programs drawn with :func:`pair_probabilities`; the engineer sees the description and
+   both parents with their scores, nothing else; depth = max(parent depths) + 1.
+
+A child that fails the checker or training is dropped, never repaired; one that trains
+enters the pool, which keeps the ``pool`` highest scores. A plan that lists nothing is
+asked again, and so are the components while fewer than two programs are in the pool.
+The run stops when the best score has not improved over ``patience`` depth levels (the
+paper's "deeper rewards stop paying"), or at the round cap ``search.iterations``.
+
+Memory (plain JSON, in state.json): the plan, its components, the pool (id, score, depth)
+and the best score seen at each depth. Each child's depth is also written to its
+``record.metadata["depth"]``; the run directory's depth.png plots success by depth.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from limen_jax.archive import ProgramRecord, program_id
+from limen_jax.llm.prompts import build_system, contract
+from limen_jax.llm.templates import render
+from limen_jax.search.base import SearchView, StrategyBase, ask_text
+from limen_jax.search.requests import Outcome, ProgramRequest, Request, TextRequest
+
+_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*])\s+(.*\S)\s*$")
+MAX_COMPONENT_CHARS = 300  # a planned component is one sentence; a longer line is cut
+
+
+def pair_probabilities(scores: Sequence[float], epsilon: float = 0.0) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """The unordered pairs (i < j) of ``scores`` and their probabilities: (s_i + s_j +
+    epsilon) normalised over all pairs, uniform when every weight is 0.
+
+    Returns (pairs, probs): n(n-1)/2 index pairs in lexicographic order, probs
+    (n(n-1)/2,) float64 summing to 1. Needs n >= 2."""
+    n = len(scores)
+    if n < 2:
+        raise ValueError(f"pairs need at least two programs, got {n}")
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    weights = np.array([scores[i] + scores[j] + epsilon for i, j in pairs], dtype=np.float64)
+    total = weights.sum()
+    probs = weights / total if total > 0 else np.full(len(pairs), 1.0 / len(pairs))
+    return pairs, probs
+
+
+def child_depth(parent_depths: Sequence[int]) -> int:
+    """A crossover child's depth: one more than its deepest parent (0 without parents)."""
+    return max(parent_depths) + 1 if parent_depths else 0
+
+
+def insert(pool: list[dict[str, Any]], entry: dict[str, Any], bound: int) -> list[dict[str, Any]]:
+    """The pool with ``entry`` ({"id", "score", "depth"}) added, the lowest scores pruned to
+    ``bound`` entries; sorted by score, highest first (earlier entries first on ties)."""
+    ranked = sorted([*pool, entry], key=lambda e: -e["score"])
+    return ranked[:bound]
+
+
+def parse_components(text: str, limit: int) -> list[str]:
+    """The planner's numbered or bulleted lines, at most ``limit``; each cut to
+    MAX_COMPONENT_CHARS and with code fences defused (it is shown in a later prompt)."""
+    found = []
+    for line in text.splitlines():
+        match = _ITEM.match(line)
+        if match:
+            found.append(match.group(1).replace("```", "'''")[:MAX_COMPONENT_CHARS])
+    return found[:limit]
+
+
+def stalled(best_by_depth: dict[int, float], patience: int) -> str | None:
+    """Why the search stops: the deepest ``patience`` levels found nothing better than
+    the levels above them; None while they did (or too few levels exist)."""
+    if not best_by_depth:
+        return None
+    deepest = max(best_by_depth)
+    cut = deepest - patience
+    if cut < 0:
+        return None
+    earlier = max(s for d, s in best_by_depth.items() if d <= cut)
+    recent = max(s for d, s in best_by_depth.items() if d > cut)
+    if recent > earlier:
+        return None
+    return (f"the best score {earlier:.3f} (depth <= {cut}) did not improve over depths "
+            f"{cut + 1}..{deepest} ({recent:.3f})")
+
+
+class Forge(StrategyBase):
+    name = "forge"
+    lookahead = 0  # each batch is chosen from the whole pool of the batch before
+
+    @dataclasses.dataclass(frozen=True)
+    class Options:
+        components: int = 8  # single components the planner is asked for (and coded, at most)
+        pool: int = 16  # programs the pool keeps (the lowest scores are pruned)
+        epsilon: float = 0.0  # added to every pair's weight s_i + s_j
+        patience: int = 2  # depth levels without a new best before the search stops
+        score: str = "success"  # the paper's "max_return" (J*) needs native returns the trainer lacks
+
+        def __post_init__(self) -> None:
+            if self.score != "success":
+                raise ValueError(
+                    f"score {self.score!r}: only 'success' is available; the paper's J* (max_return, the best "
+                    "native return over evaluation episodes) needs the task's own returns, and the trainer "
+                    "reports only success and the return under each program's own reward, which does not "
+                    "compare across programs")
+            if self.components < 1 or self.pool < 2 or self.patience < 1 or self.epsilon < 0:
+                raise ValueError("need components >= 1, pool >= 2, patience >= 1 and epsilon >= 0")
+
+    def __init__(self, options: Any = None) -> None:
+        super().__init__(options)
+        self.plan = ""
+        self.components: list[str] = []
+        self.pool: list[dict[str, Any]] = []
+        self.best_by_depth: dict[int, float] = {}
+
+    # --- proposing --------------------------------------------------------------------
+    def phase(self) -> str:
+        """"plan" until a plan lists components, "components" while the pool holds fewer
+        than two programs, then "combine"."""
+        return "plan" if not self.components else "components" if len(self.pool) < 2 else "combine"
+
+    def propose(self, view: SearchView, rng: np.random.Generator) -> list[Request]:
+        task = {"task_description": view.task.description.strip(), "task_context": view.task.context.strip()}
+        fixed = contract(view.mode, view.budget, view.max_obs_dim, view.max_work_vs_step)
+        phase = self.phase()
+        if phase == "plan":
+            user = render("forge_planner", **task, count=str(self.options.components)) + "\n"
+            return [ask_text(view, rng, 0, "plan", system=render("forge_planner_system") + "\n", user=user)]
+        if phase == "components":
+            return [self._program(view, rng, k, render("forge_component", **task, **fixed, component=c),
+                                  "component", ()) for k, c in enumerate(self.components)]
+        pairs, probs = pair_probabilities([e["score"] for e in self.pool], self.options.epsilon)
+        out: list[Request] = []
+        for k in range(view.candidates):
+            i, j = pairs[int(rng.choice(len(pairs), p=probs))]
+            a, b = self.pool[i], self.pool[j]
+            user = render("forge_engineer", **task, **fixed, **self._parent("a", view.store.get(a["id"])),
+                          **self._parent("b", view.store.get(b["id"])))
+            out.append(self._program(view, rng, k, user, "combine", (a, b)))
+        return out
+
+    @staticmethod
+    def _parent(key: str, record: ProgramRecord) -> dict[str, str]:
+        per_seed = ", ".join(f"{s:.2f}" for s in record.success_per_seed)
+        score = "not measured" if record.success is None else f"{record.success:.2f} (per seed: {per_seed})"
+        return {f"id_{key}": record.id, f"code_{key}": record.code.rstrip(), f"score_{key}": score}
+
+    def _program(self, view: SearchView, rng: np.random.Generator, k: int, user: str, operator: str,
+                 parents: Sequence[dict[str, Any]]) -> ProgramRequest:
+        return ProgramRequest(
+            id=program_id(view.iteration, view.first_index + k), iteration=view.iteration, island=0,
+            operator=operator, parent_ids=tuple(p["id"] for p in parents), context_ids=(),
+            system=build_system(view.mode), user=user + "\n", sections=(), rng_seed=int(rng.integers(2**31 - 1)),
+            tag={"depth": child_depth([p["depth"] for p in parents])},
+        )
+
+    # --- being told -------------------------------------------------------------------
+    def tell(self, view: SearchView, outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+        dropped: list[str] = []
+        for o in outcomes:
+            request, record = o.request, o.record
+            if isinstance(request, TextRequest) and request.role == "plan":
+                self.plan = o.text
+                self.components = parse_components(o.text, self.options.components)
+            elif isinstance(request, ProgramRequest) and record is not None and "depth" in request.tag:
+                depth = int(request.tag["depth"])
+                record.metadata["depth"] = depth
+                if record.error is not None or record.success is None:
+                    dropped.append(record.id)  # invalid: dropped, never repaired
+                    continue
+                score = float(record.success)
+                self.pool = insert(self.pool, {"id": record.id, "score": score, "depth": depth}, self.options.pool)
+                self.best_by_depth[depth] = max(score, self.best_by_depth.get(depth, score))
+        return [{"event": "forge", "phase": self.phase(), "components": len(self.components),
+                 "pool": [e["id"] for e in self.pool], "dropped": dropped,
+                 "best_by_depth": {str(d): s for d, s in sorted(self.best_by_depth.items())}}]
+
+    def done(self, view: SearchView) -> str | None:
+        return stalled(self.best_by_depth, self.options.patience)
+
+    # --- memory -----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {"plan": self.plan, "components": list(self.components), "pool": [dict(e) for e in self.pool],
+                "best_by_depth": {str(d): s for d, s in sorted(self.best_by_depth.items())}}
+
+    def load(self, state: dict[str, Any]) -> None:
+        self.plan = str(state["plan"])
+        self.components = [str(c) for c in state["components"]]
+        self.pool = [dict(e) for e in state["pool"]]
+        self.best_by_depth = {int(d): float(s) for d, s in state["best_by_depth"].items()}
