@@ -27,6 +27,7 @@ import numpy as np
 from limen_jax.ask import Child, Prepared, ask_and_check
 from limen_jax.config import EvolveConfig
 from limen_jax.modes import program_mode, strategy_for
+from limen_jax.progress import Progress
 from limen_jax.run_result import RunResult
 from limen_jax.rundir import RunDir, write_text_atomic
 from limen_jax.search.evaluations import JobContext, evaluation_kind
@@ -50,7 +51,7 @@ RESUMABLE = frozenset({
     "search.iterations", "llm.max_cost_usd", "llm.model", "llm.temperature", "llm.timeout_s",
     "llm.max_tokens", "llm.max_retries", "llm.concurrency",
 })  # fmt: skip
-_BAR_EVERY_S = 1.0
+_WAIT_SLICE_S = 1.0
 
 
 def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -92,6 +93,7 @@ class Loop:
         self.config = config
         self.rd = run_dir
         self.verbose = verbose
+        self.progress = Progress(verbose)
         self.task = make(config.task)
         self.mode = config.search.mode
         self.program_mode = program_mode(self.mode)
@@ -235,8 +237,10 @@ class Loop:
         from limen_jax.program import check_sample
 
         def build() -> None:
+            self.progress.set("sample", "building the check sample (compiling the task's rollouts)")
             with contextlib.suppress(Exception):  # raised again, and classified, by the first check
                 check_sample(self.task, self.limits)
+            self.progress.clear("sample")
 
         threading.Thread(target=build, name="check-sample", daemon=True).start()
 
@@ -332,6 +336,7 @@ class Loop:
                 owns_evaluator = False
             raise
         finally:
+            self.progress.close()
             if owns_evaluator:
                 self.evaluator.close()
         result = RunResult(self.rd.path, self.config, self.store, self.archive, stopped, complete,
@@ -348,13 +353,13 @@ class Loop:
         asked, so that they overlap the LLM."""
         requests = self.pending if self.pending is not None else self._propose(it)
         asked = [r for r in requests if isinstance(r, ProgramRequest) and r.source == "llm"]
+        self._say(f"limen_jax: {self.task.name}, mode {self.mode}, strategy {self.strategy.name}, "
+                  f"{self.iterations + 1} generations, mutator {self._named_mutator(requests)}, "
+                  f"pipeline {'on' if self.pipeline else 'off'}, run dir {self.rd.path}")
         if any(isinstance(r, ProgramRequest) and r.source != "default" for r in requests):
             self._prefetch_check_sample()
         if asked:
             self._compile_ahead_placeholders(asked)
-        self._say(f"limen_jax: {self.task.name}, mode {self.mode}, strategy {self.strategy.name}, "
-                  f"{self.iterations + 1} generations, mutator {self._named_mutator(requests)}, "
-                  f"pipeline {'on' if self.pipeline else 'off'}, run dir {self.rd.path}")
         return self._prepare(it, requests)
 
     def _named_mutator(self, requests: list[Request]) -> str:
@@ -388,11 +393,27 @@ class Loop:
         """Propose batch ``it`` (unless restored), carry out its asks and checks."""
         if requests is None:
             requests = self._propose(it)
-        prepared = ask_and_check(
-            requests, mutator=self._get_mutator, task=self.task, mode=self.program_mode, store=self.store,
-            concurrency=self.config.llm.concurrency, limits=self.limits, log=self.rd.log,
-            mutator_name=self._mutator_name, iteration=it,
-        )
+        asks = sum(isinstance(r, TextRequest) or (isinstance(r, ProgramRequest) and r.source == "llm")
+                   for r in requests)
+        answered = 0
+
+        def log(event: str, **fields: Any) -> None:
+            nonlocal answered
+            self.rd.log(event, **fields)
+            if event == "response":
+                answered += 1
+                self.progress.set("ask", f"iter {it}: {answered}/{asks} answered, checking", announce=False)
+
+        if asks:
+            self.progress.set("ask", f"iter {it}: asking for {asks} answer(s)")
+        try:
+            prepared = ask_and_check(
+                requests, mutator=self._get_mutator, task=self.task, mode=self.program_mode, store=self.store,
+                concurrency=self.config.llm.concurrency, limits=self.limits, log=log,
+                mutator_name=self._mutator_name, iteration=it,
+            )
+        finally:
+            self.progress.clear("ask")
         for child in prepared.trainable:
             self._interfaces[child.record.id] = child.interface
         return prepared
@@ -424,6 +445,11 @@ class Loop:
             self.rd.log("program", id=r.id, obs_dim=r.obs_dim, reward_ast_size=r.reward_ast_size)
         out = [_Submitted(kind, job, self.evaluator.submit(job), children=cs)
                for kind, cs, job in self._jobs(prepared.trainable)]
+        t0 = self._submitted_at = time.time()
+        n, seeds, steps = len(prepared.trainable), self.config.search.seeds, self.config.cascade.full_steps
+        if n:
+            it = prepared.iteration
+            self.progress.set("train", lambda: self.progress.training_text(it, n, seeds, steps, time.time() - t0))
         ctx = self._context()
         for request in prepared.evals:
             records = [self.store.get(i) for i in request.program_ids]
@@ -478,23 +504,23 @@ class Loop:
                 prepare(job)
 
     def _wait(self, submitted: list[_Submitted], it: int) -> list[EvalBatch]:
-        """Every job's results; a live line of elapsed time while they train."""
+        """Every job's results (the live status counts the seconds since they were submitted)."""
         out = []
+        try:
+            for s in submitted:
+                while True:
+                    try:  # waits in short slices, so that a signal's handler runs promptly
+                        out.append(s.future.result(timeout=_WAIT_SLICE_S))
+                        break
+                    except cf.TimeoutError:
+                        continue
+                    except Exception as exc:  # the evaluator itself broke: not any candidate's fault
+                        raise RunStop("engine", f"the evaluator failed: {describe(exc)}") from exc
+        finally:
+            self.progress.clear("train")
         n = sum(len(s.job.interfaces) for s in submitted)
-        t, live = time.time(), self.verbose and sys.stdout.isatty()
-        for s in submitted:
-            while True:
-                try:
-                    out.append(s.future.result(timeout=_BAR_EVERY_S))
-                    break
-                except cf.TimeoutError:
-                    if live:
-                        print(f"\r  [iter {it}] training {n} candidate(s) ... {time.time() - t:.0f}s", end="",
-                              flush=True)
-                except Exception as exc:  # the evaluator itself broke: not any candidate's fault
-                    raise RunStop("engine", f"the evaluator failed: {describe(exc)}") from exc
-        if live:
-            print("\r" + " " * 60 + "\r", end="", flush=True)
+        self.progress.trained(n, self.config.search.seeds, self.config.cascade.full_steps,
+                              time.time() - self._submitted_at)
         return out
 
     def _finish(self, it: int, prepared: Prepared, submitted: list[_Submitted], batches: list[EvalBatch],

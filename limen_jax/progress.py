@@ -1,0 +1,106 @@
+"""The run's live status: what it is doing now, from the first second.
+
+On a terminal one line (a ``rich`` status with a spinner) shows every phase in flight,
+e.g. ``iter 3: training 4 candidates x 2 seeds, 12 s of ~40 s (52k steps/s) | iter 4:
+asking 3/4 answered``; lines the loop prints go above it. When stdout is not a terminal
+(a log file, CI) each phase that starts is one plain line instead, and nothing is
+redrawn. The estimate of a batch's training time is the last batch's throughput (env
+steps per second of training wall time) applied to this batch's steps: a first batch
+has none.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, TextIO
+
+Text = str | Callable[[], str]  # a phase's text, or a function giving it now (elapsed seconds)
+
+
+class Progress:
+    """Phases in flight, by key ("setup", "ask", "train", ...), each with its text."""
+
+    def __init__(self, enabled: bool = True, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stdout
+        self.enabled = enabled
+        self.tty = enabled and bool(getattr(self.stream, "isatty", lambda: False)())
+        self._phases: dict[str, Text] = {}
+        self._lock = threading.Lock()
+        self._status: Any = None
+        self._ticking = threading.Event()
+        self.rate: float | None = None  # env steps per second of training, from the last batch
+
+    def set(self, key: str, text: Text, *, announce: bool = True) -> None:
+        """Phase ``key`` now reads ``text`` (a callable is asked again every second on a
+        terminal). Off a terminal, ``announce`` prints it as a line (a phase starting);
+        updates of a phase under way pass ``announce=False``."""
+        if not self.enabled:
+            return
+        with self._lock:
+            self._phases[key] = text
+            if self.tty:
+                self._show()
+                if callable(text) and not self._ticking.is_set():
+                    self._ticking.set()
+                    threading.Thread(target=self._tick, name="limen-progress", daemon=True).start()
+            elif announce:
+                print(f"  {text() if callable(text) else text}", file=self.stream, flush=True)
+
+    def clear(self, key: str) -> None:
+        with self._lock:
+            self._phases.pop(key, None)
+            if self.tty:
+                self._show()
+
+    def close(self) -> None:
+        with self._lock:
+            self._phases.clear()
+            self._ticking.clear()
+            if self._status is not None:
+                self._status.stop()
+                self._status = None
+
+    def _tick(self) -> None:
+        while self._ticking.is_set():
+            threading.Event().wait(1.0)
+            with self._lock:
+                if self._status is not None:
+                    self._show()
+
+    def _show(self) -> None:
+        line = " | ".join(t() if callable(t) else t for t in self._phases.values())
+        if not line:
+            if self._status is not None:
+                self._status.stop()
+                self._status = None
+            return
+        if self._status is None:
+            from rich.console import Console
+
+            self._status = Console(file=self.stream, highlight=False).status(line, spinner="dots")
+            self._status.start()
+        else:
+            self._status.update(line)
+
+    # --- training -------------------------------------------------------------------
+    def training_text(self, it: int, candidates: int, seeds: int, steps: int, elapsed: float) -> str:
+        """``iter 3: training 4 candidate(s) x 2 seed(s), 12 s of ~40 s (52k steps/s)``; at
+        ``elapsed`` under half a second the expected time alone; without a previous batch no estimate."""
+        text = f"iter {it}: training {candidates} candidate(s) x {seeds} seed(s)"
+        total = candidates * seeds * steps / self.rate if self.rate else None
+        if elapsed >= 0.5:
+            text += f", {elapsed:.0f} s" + (f" of ~{total:.0f} s" if total is not None else "")
+        elif total is not None:
+            text += f", ~{total:.0f} s expected"
+        return text + (f" ({_si(self.rate)} steps/s)" if self.rate else "")
+
+    def trained(self, candidates: int, seeds: int, steps: int, seconds: float) -> None:
+        """Record a finished batch's throughput for the next estimate."""
+        if seconds > 0 and candidates * seeds * steps > 0:
+            self.rate = candidates * seeds * steps / seconds
+
+
+def _si(x: float) -> str:
+    return f"{x / 1e6:.1f}M" if x >= 1e6 else f"{x / 1e3:.0f}k" if x >= 1e3 else f"{x:.0f}"
