@@ -277,6 +277,19 @@ def whole(tmp_path_factory):
     return lj.evolve("toy_task:ToyCorridor", CONFIG, run_dir=tmp_path_factory.mktemp("mcts") / "run", verbose=False)
 
 
+def test_a_first_level_run_verifies_its_nodes_and_stops_at_its_budget(tmp_path):
+    config = toy_config(search={"strategy": "mcts", "iterations": 5, "candidates": 2,
+                                "options": {"budget": 2, "first_level": 2}})
+    run = lj.evolve("toy_task:ToyCorridor", config, run_dir=tmp_path / "run", verbose=False)
+    assert run.stopped == "finished early: budget of 2 programs expanded"  # expand, verify, stop
+    state = tree_of(run.run_dir)
+    assert (state["t"], state["phase"]) == (2, "verify")
+    assert [(n["program"], n["F"], n["Q"], n["N"]) for n in state["tree"]] == \
+        [(r.id, r.success, r.success, 1) for r in run.records]
+    assert all(n["verified"] and n["v_self"] == 0.0 and n["thought"].startswith("Observe ") for n in state["tree"])
+
+
+@pytest.mark.slow
 def test_an_offline_run_grows_the_tree_and_stops_at_its_budget(whole):
     # batches: first level (2), verify, expansion (8), verify; t = 10 = budget
     assert whole.stopped == "finished early: budget of 10 programs expanded"
@@ -301,6 +314,7 @@ def test_an_offline_run_grows_the_tree_and_stops_at_its_budget(whole):
     assert collections.Counter(e["role"] for e in texts) == {"self_verify": 10, "align": 10}
 
 
+@pytest.mark.slow
 def test_stopped_and_resumed_it_is_the_same_tree(whole, tmp_path):
     run_dir = tmp_path / "run"
     lj.evolve("toy_task:ToyCorridor", toy_config(**{**CONFIG, "search": {**CONFIG["search"], "iterations": 2}}),
@@ -309,6 +323,17 @@ def test_stopped_and_resumed_it_is_the_same_tree(whole, tmp_path):
     again = lj.resume(run_dir, {"search": {"iterations": 5}}, verbose=False)
     assert brief(again) == brief(whole)
     assert tree_of(run_dir) == tree_of(whole.run_dir)
+    # resumed once more, a run its strategy stopped early stays stopped: nothing new is asked
+    done = lj.resume(run_dir, verbose=False)
+    assert done.stopped == "finished early: budget of 10 programs expanded" and brief(done) == brief(whole)
+
+
+@pytest.mark.slow
+def test_a_replayed_run_grows_the_same_tree(whole, tmp_path):
+    config = {**CONFIG, "llm": {"mutator": "replay", "replay_from": str(whole.run_dir)}}
+    replayed = lj.evolve("toy_task:ToyCorridor", config, run_dir=tmp_path / "replayed", verbose=False)
+    assert brief(replayed) == brief(whole)
+    assert tree_of(replayed.run_dir) == tree_of(whole.run_dir)
 
 
 @pytest.mark.slow
