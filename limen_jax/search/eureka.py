@@ -31,6 +31,10 @@ class Eureka(StrategyBase):
     class Options:
         k: int = 0  # samples per iteration; 0: search.candidates
 
+        def __post_init__(self) -> None:
+            if self.k < 0:
+                raise ValueError("k must be at least 0 (0: search.candidates)")
+
     def __init__(self, options: Any = None) -> None:
         super().__init__(options)
         self.parent: str | None = None
