@@ -294,7 +294,11 @@ class Loop:
             self.mutator_name = self.rd.read_json("state.json").get("usage", {}).get("mutator", self.mutator_name)
         try:
             it = start
-            current = self._first(it) if it < total else None
+            # a resumed run that its strategy had already stopped early stays stopped
+            reason = self.strategy.done(self._view(it)) if 0 < it < total else None
+            if reason:
+                stopped = f"finished early: {reason}"
+            current = self._first(it) if it < total and not reason else None
             while current is not None:
                 if current.stop is not None:
                     raise current.stop

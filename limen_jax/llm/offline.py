@@ -26,6 +26,7 @@ _GENOME_RE = re.compile(r"^# limen-genome: (\{.*\})\s*$", re.MULTILINE)
 
 Genome = dict[str, Any]
 COMPONENT_LINE = "Component to write:"  # forge's component prompt names its component on this line
+Edit = tuple[Genome, list[str]]  # a child genome and the edits that made it
 
 
 def read_genome(code: str | None) -> Genome | None:
@@ -175,8 +176,13 @@ class OfflineMutator:
     # "from_scratch", "mutate" and "crossover" (and any not listed) take the default path:
     # from scratch without a parent, else 1..max_ops edits with a 30 % chance of crossing
     # over with one of the others.
-    PROGRAM_OPERATORS: dict[str, str] = {"rda_initial": "_rda_initial", "rda_rewrite": "_rda_rewrite",
-                                         "combine": "combine"}
+    PROGRAM_OPERATORS: dict[str, str] = {
+        # RF-Agent's expansion actions (limen_jax.search.mcts)
+        "m1_restructure": "restructure", "m2_retune": "retune", "c3_crossover": "cross",
+        "r4_reason": "cross", "d5_diverge": "diverge",
+        # RDA's programs (limen_jax.search.rda) and FORGE's engineer (limen_jax.search.forge)
+        "rda_initial": "_rda_initial", "rda_rewrite": "_rda_rewrite", "combine": "combine",
+    }
     # Operators that read what the prompt names (forge's planned component), called as
     # ``method(prompt_user_text, rng) -> (genome, ops)``.
     PROMPT_OPERATORS: dict[str, str] = {"component": "component"}
@@ -186,6 +192,61 @@ class OfflineMutator:
 
     def _rda_rewrite(self, parent: Genome | None, others: list[Genome], rng: np.random.Generator) -> Any:
         return offline_rda.rewrite_genome(self, parent, rng)
+
+    # --- strategy operators (PROGRAM_OPERATORS) --------------------------------------
+    def restructure(self, parent: Genome | None, others: list[Genome], rng: np.random.Generator) -> Edit:
+        """One structural edit: add a piece (a term, or a feature where the mode renders
+        them) or drop one, never the required ones nor the last dense term."""
+        genome = parent or self.random_genome(rng)
+        cat, features, terms = self.catalog, list(genome["features"]), dict(genome["terms"])
+        dense = [t for t in terms if t in cat.dense_terms]
+        moves = [("add_term", n) for n in (t.name for t in cat.terms) if n not in terms]
+        moves += [("remove_term", n) for n in terms if n not in cat.required_terms and dense != [n]]
+        moves += [("add_feature", f.name) for f in cat.features if f.name not in features]
+        moves += [("remove_feature", n) for n in features if n not in cat.required_features and len(features) > 1]
+        if not moves:
+            return self.retune(genome, others, rng)
+        op, name = moves[int(rng.integers(len(moves)))]
+        if op == "add_term":
+            terms[name] = cat.term(name).weight
+        elif op == "remove_term":
+            del terms[name]
+        elif op == "add_feature":
+            features.append(name)
+        else:
+            features.remove(name)
+        return {"features": sorted(features, key=self._order.__getitem__), "terms": terms}, [f"{op}:{name}"]
+
+    def retune(self, parent: Genome | None, others: list[Genome], rng: np.random.Generator) -> Edit:
+        """Every term's weight times exp(N(0, 0.5)); the pieces stay."""
+        genome = parent or self.random_genome(rng)
+        terms = {n: float(f"{w * float(np.exp(rng.normal(0.0, 0.5))):.3g}") for n, w in genome["terms"].items()}
+        return {**genome, "terms": terms}, [f"reweight:{n}" for n in terms]
+
+    def cross(self, parent: Genome | None, others: list[Genome], rng: np.random.Generator) -> Edit:
+        """The parent crossed with each of ``others`` in turn (elites, or ancestors)."""
+        genome, ops = parent or self.random_genome(rng), []
+        if not others:
+            return self.mutate(genome, rng)
+        for other in others:
+            genome, done = self.mutate(genome, rng, other)
+            ops += done
+        return genome, ops
+
+    def diverge(self, parent: Genome | None, others: list[Genome], rng: np.random.Generator) -> Edit:
+        """A from-scratch genome whose terms avoid every term of the parent and ``others``
+        (the required terms stay; a dense term stays when every one is taken)."""
+        cat = self.catalog
+        used = {t for g in [*others, *([parent] if parent else [])] for t in g["terms"]}
+        genome = self.random_genome(rng)
+        free = [t.name for t in cat.terms if t.name not in used]
+        free_dense = [t for t in free if t in cat.dense_terms]
+        terms = {n: cat.term(n).weight for n in cat.required_terms}
+        terms.update({n: cat.term(n).weight for n in self._draw(rng, free_dense, 1, "t")})
+        if not any(t in cat.dense_terms for t in terms):
+            terms.update({n: w for n, w in genome["terms"].items() if n in cat.dense_terms})
+        terms.update({n: cat.term(n).weight for n in self._draw(rng, [t for t in free if t not in terms], 1, "t")})
+        return {**genome, "terms": terms}, [f"diverge:{','.join(terms)}"]
 
     def propose(self, request: MutationRequest) -> MutationResponse:
         rng = np.random.default_rng(request.rng_seed)
@@ -254,6 +315,14 @@ class OfflineMutator:
             lines = [f"{i + 1}. reward term `{t}` with observation feature `{f}`"
                      for i, (t, f) in enumerate(zip(terms, feats + terms[len(feats):]))]
             text = f"Offline {role}:\n" + "\n".join(lines)
+        elif role == "self_verify":  # RF-Agent's v_self in [-1, 1]: tanh of the log mean prior of the terms
+            genomes = [g for g in (read_genome(r.code) for r in request.others) if g is not None]
+            odds = [self._priors["t"].get(t, 1.0) for g in genomes for t in g["terms"]]
+            text = f"score: {float(np.tanh(np.log(np.mean(odds)))) if odds else 0.0:.3f}"
+        elif role == "align":  # the thought as the genome's summary
+            genome = read_genome(request.others[0].code) if request.others else None
+            text = (f"Observe {', '.join(genome['features'])}; reward {', '.join(genome['terms'])}."
+                    if genome else "A program without catalog pieces.")
         elif role == "verify":
             genomes = [g for g in (read_genome(r.code) for r in request.others) if g is not None]
             terms = [t for g in genomes for t in g["terms"]]
