@@ -127,8 +127,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--candidates", type=int, help="children per iteration, trained together")
     p.add_argument("--seeds", type=int, help="seeds of the full training run")
     p.add_argument("--mode", choices=MODES)
-    p.add_argument("--strategy", help="search strategy: map_elites (default), greedy, independent, or any "
-                                       "registered by the entry-point group limen_jax.strategies")
+    p.add_argument("--strategy", help="search strategy: map_elites (default, LIMEN), eureka, mcts (RF-Agent), "
+                                       "forge, portfolio, rda, greedy, independent, or any registered by the "
+                                       "entry-point group limen_jax.strategies (docs/strategies.md)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="set any config value by its dotted key, e.g. search.options.k=4 or llm.temperature=1 "
                         "(VALUE is read as JSON when it parses, else as a string); repeatable")
