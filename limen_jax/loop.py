@@ -20,6 +20,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -604,7 +605,8 @@ class Loop:
         from limen_jax.policies import keep_policies
 
         for path in keep_policies(self.rd.path, kept, which):
-            self.rd.log("policy", id=path.parent.name, path=str(path.relative_to(self.rd.path)))
+            # the policy store works with absolute paths; the run dir may be relative (runs/...)
+            self.rd.log("policy", id=path.parent.name, path=str(path.relative_to(Path(self.rd.path).absolute())))
 
     # --- bookkeeping ------------------------------------------------------------------
     def _record(self, record: Any) -> None:
