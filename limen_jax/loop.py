@@ -429,7 +429,7 @@ class Loop:
         return JobContext(self.task, self.ppo, self.config.seed, search.seeds,
                           Budget(c.short_steps, c.full_steps, c.threshold), pad_to=search.candidates,
                           watchdog_s=c.watchdog_s, watchdog_factor=c.watchdog_factor,
-                          return_policies=self._kept() != "none", run_path=str(self.rd.path))
+                          return_policies=self._kept() != "none", run_path=str(Path(self.rd.path).absolute()))
 
     def _jobs(self, children: list[Child]) -> list[tuple[str, list[Child], EvalJob]]:
         """The children's evaluation jobs, one per kind, in first-asked order."""
