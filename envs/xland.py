@@ -19,7 +19,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from limen_envs import xland_catalog
+from limen_envs import xland_catalog, xland_expert
 from limen_envs.presets import XLAND_CPU, XLAND_PAPER, cpu_budget, paper_budget
 from xminigrid.core.actions import take_action
 from xminigrid.core.constants import DIRECTIONS, NUM_COLORS, NUM_TILES, TILES_REGISTRY, Colors, Tiles
@@ -157,6 +157,18 @@ class XLandTask(Task):
         ]
         return jnp.concatenate(parts).astype(jnp.float32)
 
+    # the scripted expert's subgoals: pick up ``expert_pick`` (tile, colour), then put it
+    # down next to ``expert_near`` (None: holding it is the goal)
+    expert_pick: tuple[int, int] = (0, 0)
+    expert_near: tuple[int, int] | None = None
+    expert_product: tuple[int, int] | None = None  # what the picked object turns into (a rule)
+
+    def expert_action(self, sim: Any, key: jax.Array) -> jax.Array:
+        """The scripted expert's action: BFS to each subgoal (envs/xland_expert.py)."""
+        near = None if self.expert_near is None else jnp.asarray(self.expert_near, jnp.uint8)
+        product = None if self.expert_product is None else jnp.asarray(self.expert_product, jnp.uint8)
+        return xland_expert.expert_action(sim, jnp.asarray(self.expert_pick, jnp.uint8), near, product)
+
     def render(self, sim: Any) -> Any:
         """The whole grid and the agent, xminigrid's RGB renderer (32 px tiles)."""
         from xminigrid.rendering.rgb_render import render
@@ -193,6 +205,7 @@ class XLandEasy(XLandTask):
     budgets = {"paper": paper_budget(500_000, 1_000_000, 0.05), "cpu": cpu_budget(150_000, 3, 3, 0.05)}
     goal = AgentHoldGoal(tile=_tile(Tiles.PYRAMID, Colors.BLUE))
     init_tiles = ((Tiles.PYRAMID, Colors.BLUE), (Tiles.BALL, Colors.RED))
+    expert_pick = (Tiles.PYRAMID, Colors.BLUE)
     goal_desc = (
         "**Goal:** pick up the BLUE PYRAMID (tile 5, colour 3). The room also holds a RED BALL\n"
         "(tile 3, colour 1), a distractor. Success fires on the PICKUP that puts the blue pyramid\n"
@@ -212,6 +225,7 @@ class XLandMedium(XLandTask):
     reward_ast_bin_width = 60
     goal = TileNearGoal(tile_a=_tile(Tiles.PYRAMID, Colors.YELLOW), tile_b=_tile(Tiles.SQUARE, Colors.GREEN))
     init_tiles = ((Tiles.PYRAMID, Colors.YELLOW), (Tiles.SQUARE, Colors.GREEN))
+    expert_pick, expert_near = (Tiles.PYRAMID, Colors.YELLOW), (Tiles.SQUARE, Colors.GREEN)
     goal_desc = (
         "**Goal:** place the YELLOW PYRAMID (tile 5, colour 5) on a cell next to (4-neighbourhood)\n"
         "the GREEN SQUARE (tile 4, colour 2). Pick the pyramid up, carry it, and PUTDOWN onto an\n"
@@ -248,6 +262,8 @@ class XLandHard(XLandTask):
         (Tiles.BALL, Colors.PURPLE),
         (Tiles.SQUARE, Colors.ORANGE),
     )
+    expert_pick, expert_near = (Tiles.PYRAMID, Colors.BLUE), (Tiles.HEX, Colors.YELLOW)
+    expert_product = (Tiles.BALL, Colors.GREEN)
     goal_desc = (
         "**Goal:** place a GREEN BALL (tile 3, colour 2) next to the YELLOW HEX (tile 11, colour 5).\n"
         "There is no green ball at the start: picking up the BLUE PYRAMID (tile 5, colour 3)\n"

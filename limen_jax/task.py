@@ -204,6 +204,14 @@ class Task(abc.ABC):
         NotImplementedError, saying why, when the task cannot render (the default)."""
         raise NotImplementedError(f"task {self.name!r} does not render frames")
 
+    def expert_action(self, sim: PyTree, key: jax.Array) -> jax.Array:
+        """Optional: a scripted expert's action in one (unbatched) simulator state, pure
+        JAX (vmapped over episodes). Its rollouts are the expert demonstrations that
+        reward programs are ranked on (:mod:`limen_jax.demos`: ``--prescreen demos``,
+        ``--strategy grace``). Raises NotImplementedError when the task has none (the
+        default); such a task takes demonstrations from a file (``--demos PATH``)."""
+        raise NotImplementedError(f"task {self.name!r} has no scripted expert")
+
     def scripted_action(self, policy: jax.Array, t: jax.Array) -> jax.Array:
         """The action scripted policy ``policy`` (int32[], any value) takes at step ``t``
         (int32[], counted from the start of the rollout); an action of the action space.
