@@ -86,6 +86,18 @@ builds that table itself, e.g. `jnp.array([[-1, 0], [0, 1], [1, 0], [0, -1]])[di
 {rules_desc}"""
 
 
+_SCENERY = (Tiles.EMPTY, Tiles.FLOOR, Tiles.WALL)
+_TILE_NAMES = {Tiles.BALL: "ball", Tiles.SQUARE: "square", Tiles.PYRAMID: "pyramid", Tiles.GOAL: "goal",
+               Tiles.KEY: "key", Tiles.DOOR_LOCKED: "locked door", Tiles.DOOR_CLOSED: "closed door",
+               Tiles.DOOR_OPEN: "open door", Tiles.HEX: "hex", Tiles.STAR: "star"}
+_COLOUR_NAMES = ("", "red", "green", "blue", "purple", "yellow", "grey", "black", "orange", "white", "brown", "pink")
+ACTION_NAMES = ("FORWARD", "TURN_RIGHT", "TURN_LEFT", "PICKUP", "PUTDOWN", "TOGGLE")
+
+
+def _name(tile: int, colour: int) -> str:
+    return f"{_COLOUR_NAMES[colour]} {_TILE_NAMES.get(tile, f'tile {tile}')}".strip()
+
+
 def _tile(tile: int, color: int) -> jax.Array:
     return TILES_REGISTRY[tile, color]  # type: ignore[call-overload]  # a jnp array at run time
 
@@ -99,6 +111,7 @@ class XLandTask(Task):
     rules: tuple[BaseRule, ...] = ()
     init_tiles: tuple[tuple[int, int], ...] = ()
     action_space = Discrete(6)
+    action_names = ACTION_NAMES
     ppo_presets = {"cpu": XLAND_CPU, "paper": XLAND_PAPER}
     goal_desc = ""
     rules_desc = ""
@@ -168,6 +181,18 @@ class XLandTask(Task):
         near = None if self.expert_near is None else jnp.asarray(self.expert_near, jnp.uint8)
         product = None if self.expert_product is None else jnp.asarray(self.expert_product, jnp.uint8)
         return xland_expert.expert_action(sim, jnp.asarray(self.expert_pick, jnp.uint8), near, product)
+
+    def describe_state(self, sim: Any) -> str:
+        """Agent cell and heading, pocket, and every object's cell, e.g. "agent (3, 4)
+        facing up, holding nothing; blue pyramid (2, 6), red ball (7, 1)"."""
+        grid = np.asarray(sim.grid)
+        y, x = (int(v) for v in np.asarray(sim.agent.position))
+        pocket = np.asarray(sim.agent.pocket)
+        held = "nothing" if int(pocket[0]) == Tiles.EMPTY else _name(int(pocket[0]), int(pocket[1]))
+        heading = ("up", "right", "down", "left")[int(sim.agent.direction)]
+        cells = zip(*np.nonzero(~np.isin(grid[..., 0], _SCENERY)))
+        objects = [f"{_name(int(grid[r, q, 0]), int(grid[r, q, 1]))} ({r}, {q})" for r, q in cells]
+        return f"agent ({y}, {x}) facing {heading}, holding {held}; " + ", ".join(objects)
 
     def render(self, sim: Any) -> Any:
         """The whole grid and the agent, xminigrid's RGB renderer (32 px tiles)."""

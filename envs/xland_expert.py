@@ -61,7 +61,7 @@ def expert_action(sim: object, pick: jax.Array, near: jax.Array | None, product:
     Objects can wall a room off (one in front of each of its doors): when the object
     cannot be reached, or the drop zone cannot be reached from it, the expert first
     walks through objects (shortest path), picks up the first one in its way and puts it
-    down on a cell beside no door, then plans again.
+    down in the open (floor on all eight sides), then plans again.
     """
     grid, agent = sim.grid, sim.agent  # type: ignore[attr-defined]
     tile = grid[..., 0]
@@ -90,7 +90,10 @@ def expert_action(sim: object, pick: jax.Array, near: jax.Array | None, product:
     # objects in the way: through them to whatever cannot be reached
     stuck = jnp.where(reachable & zone_ok, False, empty_hand)
     via = jnp.where(empty_hand & (pick_dist[y, x] < _FAR), drop, is_goal_obj)
-    harmless = (tile == Tiles.FLOOR) & ~_neighbours(door, False).any(0) & ~drop
+    # an object put down with floor all round it (the 8 cells) cannot block a way through
+    floor = tile == Tiles.FLOOR
+    ring = jnp.stack([_shift(floor, dy, dx, False) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if dy or dx])
+    harmless = floor & ring.all(0) & ~drop
     target = jnp.where(holding_goal, drop, jnp.where(empty_hand, is_goal_obj, harmless))
     passable = jnp.where(stuck, free | obstacle, free)
     dist = distance_to_stand(passable, jnp.where(stuck, via, target))

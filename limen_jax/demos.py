@@ -53,7 +53,7 @@ class Episodes:
 def rollout(task: Task, policy: PolicyFn, key: jax.Array, episodes: int) -> Episodes:
     """``episodes`` fresh episodes of ``policy`` (a pure function of one sim and a key)."""
     fn = _rollout_fn(task, policy, int(episodes))
-    trans, alive, success, length = jax.device_get(fn(key))
+    trans, alive, success, length = jax.device_get(jax.tree.map(_plain, fn(key)))
     return Episodes(trans, np.asarray(alive), np.asarray(success), np.asarray(length))
 
 
@@ -86,6 +86,12 @@ def _rollout_fn(task: Task, policy: PolicyFn, episodes: int) -> Any:
 
     _COMPILED[cache_key] = fn = jax.jit(run)
     return fn
+
+
+def _plain(x: jax.Array) -> jax.Array:
+    """A typed PRNG key leaf (xminigrid's ``state.key``) as its raw uint32 data: numpy
+    and npz hold no key dtype; programs never read it."""
+    return jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x
 
 
 def _bcast(pred: jax.Array, x: jax.Array) -> jax.Array:
@@ -151,7 +157,7 @@ class DemoSet:
 def load_demos(path: str | Path, task: Task) -> DemoSet:
     """Read a set :meth:`DemoSet.save` wrote (or a user built the same way) for ``task``:
     the simulator leaves are put back into the task's state structure."""
-    treedef = jax.tree.structure(jax.eval_shape(task.reset, jax.random.key(0)).sim)
+    treedef: Any = jax.tree.structure(jax.eval_shape(task.reset, jax.random.key(0)).sim)
     with np.load(Path(path), allow_pickle=False) as data:
         arrays = {k: data[k] for k in data.files}
     sims = []

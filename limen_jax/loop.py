@@ -104,6 +104,7 @@ class Loop:
         self.mutator_name = "none"
         self._mutator_lock = threading.Lock()
         self._interfaces: dict[str, Any] = {}  # checked interfaces by program id (this process)
+        self._demos: Any = None  # the demonstrations, loaded when first needed
         self.t0 = time.time()
         self._last_train_end = 0.0
         self._last_iter_end = self.t0
@@ -143,6 +144,9 @@ class Loop:
             self._say(f"resume: changed {', '.join(f'{k}={_flat(self.config.to_dict())[k]}' for k in accepted)}")
         self.rd.write_json("config.json", self.config.to_dict())
         self.pipeline = self.config.search.pipeline == "on"
+        from limen_jax.search.prescreen import parse_prescreen
+
+        self.prescreen = parse_prescreen(self.config.search.prescreen) if self.program_mode != "obs_only" else None
         cap = self.strategy.max_iterations if getattr(self.strategy, "max_iterations", None) is not None else None
         self.iterations = self.config.search.iterations if cap is None else min(cap, self.config.search.iterations)
         self.pending: list[Request] | None = None
@@ -368,7 +372,7 @@ class Loop:
         limits = self._limits() or Limits()
         return SearchView(self.archive, self.task, self.program_mode, it, n, self.config.prompt,
                           budget_text(self.config.cascade.full_steps, search.seeds), limits.max_obs_dim,
-                          limits.max_work_vs_step)  # fmt: skip
+                          limits.max_work_vs_step, demos=self._demo_set)  # fmt: skip
 
     def _propose(self, it: int) -> list[Request]:
         return list(self.strategy.propose(self._view(it), np.random.default_rng([self.config.seed, it])))
@@ -382,6 +386,11 @@ class Loop:
             concurrency=self.config.llm.concurrency, limits=self.limits, log=self.rd.log,
             mutator_name=self._mutator_name, iteration=it,
         )
+        if self.prescreen is not None and prepared.stop is None:
+            from limen_jax.search.prescreen import screen
+
+            for event in screen(self.prescreen, prepared.children, self._context()):
+                self.rd.log("prescreen", iteration=it, **event)
         for child in prepared.trainable:
             self._interfaces[child.record.id] = child.interface
         return prepared
@@ -392,7 +401,25 @@ class Loop:
         return JobContext(self.task, self.ppo, self.config.seed, search.seeds,
                           Budget(c.short_steps, c.full_steps, c.threshold), pad_to=search.candidates,
                           watchdog_s=c.watchdog_s, watchdog_factor=c.watchdog_factor,
-                          return_policies=self.config.keep_policies != "none")
+                          return_policies=self.config.keep_policies != "none", demos=self._demo_set)
+
+    def _demo_set(self) -> Any:
+        """The run's demonstrations (:mod:`limen_jax.demos`), built or read when first
+        needed: the run dir's ``demos.npz``; else ``search.demos`` (copied in); else the
+        task's scripted expert and random play, seeded by the run's seed."""
+        if self._demos is None:
+            from limen_jax import demos
+
+            path = self.rd.path / demos.FILENAME
+            if path.exists():
+                self._demos = demos.load_demos(path, self.task)
+            else:
+                given = self.config.search.demos
+                self._demos = (demos.load_demos(given, self.task) if given
+                               else demos.build_demos(self.task, self.config.seed))
+                self._demos.save(path)
+                self.rd.log("demos", path=demos.FILENAME, source=given or "expert+random", **self._demos.counts())
+        return self._demos
 
     def _jobs(self, children: list[Child]) -> list[tuple[str, list[Child], EvalJob]]:
         """The children's evaluation jobs, one per kind, in first-asked order."""
@@ -454,6 +481,8 @@ class Loop:
             return
         ctx = self._context()
         for kind in dict.fromkeys(r.evaluation for r in asked):
+            if not getattr(evaluation_kind(kind), "trains", True):  # nothing to compile ahead
+                continue
             n = sum(r.evaluation == kind for r in asked)
             prepare(evaluation_kind(kind).job(ctx, self._placeholders(n), {}))
 
@@ -463,8 +492,9 @@ class Loop:
         changes a result: compiled code is the same whichever thread compiles it."""
         prepare = getattr(self.evaluator, "prepare", None)
         if prepare is not None:
-            for _, _, job in self._jobs(children):
-                prepare(job)
+            for kind, _, job in self._jobs(children):
+                if getattr(evaluation_kind(kind), "trains", True):
+                    prepare(job)
 
     def _wait(self, submitted: list[_Submitted], it: int) -> list[EvalBatch]:
         """Every job's results; a live line of elapsed time while they train."""
@@ -620,8 +650,9 @@ class Loop:
         scored = [r for r in recs if r.success is not None]
         best = self.store.best()
         parts = [f"[iter {it}/{self.iterations}]", f"{len(recs)} candidates"]
-        if len(scored) < len(recs):
-            parts.append(f"{len(recs) - len(scored)} rejected")
+        rejected = sum(r.error is not None for r in recs)  # others may be scored by a kind that trains nothing
+        if rejected:
+            parts.append(f"{rejected} rejected")
         if scored:
             parts.append("success " + " ".join(f"{r.success:.2f}" for r in scored))
         parts.append(f"best {best.success:.2f} ({best.id})" if best else "best -")

@@ -35,7 +35,8 @@ class SearchView:
     proposed. candidates: children wanted in it. prompt: the prompt settings. budget: one
     sentence on the training budget, stated in every prompt. max_obs_dim, max_work_vs_step:
     the checker's observation limit and cost budget (x one env step), stated with its
-    other rules.
+    other rules. demos: a function returning the run's demonstrations
+    (:class:`~limen_jax.demos.DemoSet`, built or read on first call), or None.
     """
 
     archive: Archive
@@ -47,6 +48,7 @@ class SearchView:
     budget: str = ""
     max_obs_dim: int = 512
     max_work_vs_step: float = 100.0
+    demos: Any = None
 
     @property
     def store(self) -> Any:

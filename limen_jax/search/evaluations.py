@@ -10,6 +10,8 @@ worker; it must be a pure function of the job), and writes a result into a recor
   the curves (``reward/<term>`` per named reward term), ``eval_terms`` and the feedback.
 - ``retrain``: N fresh seeds at the full budget, one stage (``options["seeds"]``, default
   5); the scores go to ``record.evaluations["retrain"]`` and never change the fitness.
+- ``demos``: ranking accuracy on the run's demonstrations, no training
+  (:mod:`limen_jax.search.demos`); ``record.evaluations["demos"]``, never the fitness.
 
 More kinds register with :func:`register_evaluation` or the entry-point group
 ``limen_jax.evaluations``.
@@ -23,6 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from limen_jax.search.demos import DemosEvaluation
 from limen_jax.search.faults import describe, diverged
 from limen_jax.search.jobs import Budget, EvalBatch, EvalJob
 from limen_jax.search.training import evaluate
@@ -34,7 +37,8 @@ GROUP = "limen_jax.evaluations"
 class JobContext:
     """What every kind needs to build a job: the run's task, PPO config, seed, seeds per
     full run, cascade budget and watchdog, the batch size to pad to, and whether the
-    trained policies come back to be kept (``keep_policies``)."""
+    trained policies come back to be kept (``keep_policies``), and the run's
+    demonstrations (a :class:`~limen_jax.demos.DemoSet`, or None) for the ``demos`` kind."""
 
     task: Any
     ppo: Any
@@ -45,6 +49,7 @@ class JobContext:
     watchdog_s: float = 0.0
     watchdog_factor: float = 5.0
     return_policies: bool = False
+    demos: Any = None
 
 
 class Evaluation(Protocol):
@@ -122,7 +127,7 @@ class Retrain(PPO):
         }
 
 
-_KINDS: dict[str, Any] = {"ppo": PPO(), "retrain": Retrain()}
+_KINDS: dict[str, Any] = {"ppo": PPO(), "retrain": Retrain(), "demos": DemosEvaluation()}
 
 
 def register_evaluation(kind: Any) -> None:

@@ -32,7 +32,8 @@ class EvalJob:
     search asks for; a batch that lost candidates to the checker is padded to it so compiled
     shapes repeat (None: no padding). kind: the evaluation kind that runs and scores it
     (:mod:`limen_jax.search.evaluations`). return_policies: bring each full-budget
-    candidate's trained policies back on its result (to keep them)."""
+    candidate's trained policies back on its result (to keep them). data: what a kind
+    needs besides interfaces (the ``demos`` kind: the demonstration set), or None."""
 
     task: Any
     interfaces: Sequence[Any]
@@ -44,6 +45,7 @@ class EvalJob:
     watchdog_factor: float = 5.0
     kind: str = "ppo"
     return_policies: bool = False
+    data: Any = None
 
 
 @dataclasses.dataclass
