@@ -15,7 +15,8 @@ import jax.numpy as jnp
 from xminigrid.core.constants import DIRECTIONS, PICKABLE, Tiles
 
 FORWARD, TURN_RIGHT, TURN_LEFT, PICKUP, PUTDOWN, TOGGLE = 0, 1, 2, 3, 4, 5
-_FAR = 10_000
+_FAR = 1_000_000
+OBJECT_COST = 1_000  # more than any walk on a 13x13 grid
 
 
 def _shift(a: jax.Array, dy: int, dx: int, fill: int | bool) -> jax.Array:
@@ -31,15 +32,17 @@ def _neighbours(a: jax.Array, fill: int | bool) -> jax.Array:
     return jnp.stack([_shift(a, int(dy), int(dx), fill) for dy, dx in DIRECTIONS.tolist()])
 
 
-def distance_to_stand(passable: jax.Array, target: jax.Array) -> jax.Array:
-    """Steps from each cell to the nearest passable cell beside a target, moving through
-    passable cells. passable, target: bool[H, W] -> int32[H, W] (``_FAR`` if none)."""
+def distance_to_stand(passable: jax.Array, target: jax.Array, cost: jax.Array | None = None) -> jax.Array:
+    """Cost from each cell to the nearest passable cell beside a target, moving through
+    passable cells. passable, target: bool[H, W]; cost: int32[H, W], the cost of being
+    in a cell (1 each when None) -> int32[H, W] (``_FAR`` or more if none)."""
+    cost = jnp.ones(passable.shape, jnp.int32) if cost is None else cost
     beside = passable & _neighbours(target, False).any(0)
-    dist0 = jnp.where(beside, 0, _FAR).astype(jnp.int32)
+    dist0 = jnp.where(beside, cost - 1, _FAR).astype(jnp.int32)
 
     def relax(carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
         dist, _ = carry
-        best = _neighbours(dist, _FAR).min(0) + 1
+        best = _neighbours(dist, _FAR).min(0) + cost
         new = jnp.where(passable, jnp.minimum(dist, best), _FAR)
         return new, (new != dist).any()
 
@@ -60,7 +63,7 @@ def expert_action(sim: object, pick: jax.Array, near: jax.Array | None, product:
 
     Objects can wall a room off (one in front of each of its doors): when the object
     cannot be reached, or the drop zone cannot be reached from it, the expert first
-    walks through objects (shortest path), picks up the first one in its way and puts it
+    walks through as few objects as it can, picks up the first one in its way and puts it
     down in the open (floor on all eight sides), then plans again.
     """
     grid, agent = sim.grid, sim.agent  # type: ignore[attr-defined]
@@ -96,7 +99,9 @@ def expert_action(sim: object, pick: jax.Array, near: jax.Array | None, product:
     harmless = floor & ring.all(0) & ~drop
     target = jnp.where(holding_goal, drop, jnp.where(empty_hand, is_goal_obj, harmless))
     passable = jnp.where(stuck, free | obstacle, free)
-    dist = distance_to_stand(passable, jnp.where(stuck, via, target))
+    # through as few objects as possible: one costs as much as a long walk round it
+    cost = jnp.where(obstacle, OBJECT_COST, 1).astype(jnp.int32)
+    dist = distance_to_stand(passable, jnp.where(stuck, via, target), cost)
     act = jnp.where(holding_goal, PUTDOWN, PICKUP) if near is not None else PICKUP
     act = jnp.where(empty_hand | holding_goal, act, PUTDOWN)
     d = agent.direction
@@ -106,7 +111,7 @@ def expert_action(sim: object, pick: jax.Array, near: jax.Array | None, product:
     target_dirs = _neighbours(target, False)[:, y, x] & ~stuck  # bool[4]
     # otherwise: a neighbour one step closer (the one in front first: fewer turns)
     nbr_dist = _neighbours(dist, _FAR)[:, y, x]
-    closer = (nbr_dist < dist[y, x]) & (nbr_dist < _FAR)
+    closer = (nbr_dist < dist[y, x]) & (nbr_dist < _FAR)  # dist[y, x]: the agent stands on floor
     wanted = jnp.where(target_dirs.any(), target_dirs, closer)
     order = (d + jnp.arange(4)) % 4  # front, right, back, left
     goal_dir = order[jnp.argmax(wanted[order])]
