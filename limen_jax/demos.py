@@ -154,6 +154,14 @@ class DemoSet:
         return path
 
 
+def without(demos: DemoSet, source: str, round: int) -> DemoSet:
+    """``demos`` less the transitions of ``source`` added in ``round``."""
+    keep = ~((demos.source == source) & (demos.round == round))
+    pick = lambda x: np.asarray(x)[keep]  # noqa: E731
+    return DemoSet(jax.tree.map(pick, demos.transitions), demos.source[keep], demos.round[keep],
+                   demos.episode[keep], demos.step[keep])
+
+
 def load_demos(path: str | Path, task: Task) -> DemoSet:
     """Read a set :meth:`DemoSet.save` wrote (or a user built the same way) for ``task``:
     the simulator leaves are put back into the task's state structure."""
@@ -200,3 +208,46 @@ def build_demos(task: Task, seed: int, experts: int = 16, negatives: int = 16) -
         raise RuntimeError(f"{task.name}: the expert failed {int((~ep.success).sum())} of {experts} episodes")
     neg = rollout(task, random_policy(task), k_neg, negatives)
     return from_episodes(ep, "expert").extend(from_episodes(neg, "random"))
+
+
+def learner_rollout(task: Task, interface: Any, policy: Any, key: jax.Array, episodes: int) -> Episodes:
+    """``episodes`` fresh episodes of a trained policy (:class:`~limen_jax.rl.policy.Policy`)
+    acting through the interface it trained with, as the final evaluation acts (sampled
+    actions, or the mode with ``eval_deterministic``); every transition kept."""
+    from limen_jax.rl.normalize import normalize
+    from limen_jax.rl.rollouts import network_of
+
+    config, net = network_of(policy, task)
+    width, obs_dim = int(policy.metadata["width"]), int(interface.obs_dim)
+    mask = jnp.arange(width) < obs_dim
+
+    def observe(sim: Any) -> jax.Array:
+        obs = jax.vmap(lambda s: jnp.asarray(interface.observe(s), jnp.float32).reshape(-1))(sim)
+        return jnp.pad(obs, [(0, 0), (0, width - obs_dim)])
+
+    @jax.jit
+    def run(params: Any, stats: Any, key: jax.Array) -> Any:
+        k_reset, k_act = jax.random.split(key)
+        start = jax.vmap(task.reset)(jax.random.split(k_reset, episodes))
+
+        def step(carry: Any, key: jax.Array) -> Any:
+            ts, h, prev_action, prev_reward, ended, length, t = carry
+            obs = normalize(stats, observe(ts.sim), mask, config.obs_clip, config.normalize_obs)
+            h, dist, _ = net.step(params, h, obs, prev_action, prev_reward, jnp.full((episodes,), t == 0))
+            raw = net.dist.mode(dist) if config.eval_deterministic else net.dist.sample(key, dist)
+            action = net.dist.to_env(raw)
+            nxt = jax.vmap(task.step)(ts, action)
+            alive = ~ended
+            done = nxt.done | (t + 1 >= task.episode_length)
+            keep = jax.tree.map(lambda a, b: jnp.where(_bcast(ended, a), a, b), ts, nxt)
+            seen = Transition(sim=ts.sim, action=action, next_sim=nxt.sim)
+            zeros = jnp.zeros((episodes,), jnp.float32)
+            return (keep, h, raw, zeros, ended | done, length + alive.astype(jnp.int32), t + 1), (seen, alive)
+
+        carry = (start, net.initial_carry(episodes), net.dummy_action((episodes,)), jnp.zeros((episodes,)),
+                 jnp.zeros((episodes,), bool), jnp.zeros((episodes,), jnp.int32), jnp.asarray(0))
+        last, (seen, alive) = jax.lax.scan(step, carry, jax.random.split(k_act, task.episode_length))
+        return seen, alive, last[0].success, last[5]
+
+    trans, alive, success, length = jax.device_get(jax.tree.map(_plain, run(policy.params, policy.obs_stats, key)))
+    return Episodes(trans, np.asarray(alive), np.asarray(success), np.asarray(length))

@@ -421,6 +421,19 @@ class Loop:
                 self.rd.log("demos", path=demos.FILENAME, source=given or "expert+random", **self._demos.counts())
         return self._demos
 
+    def _extend_demos(self, more: Any, round: int) -> None:
+        """Add transitions an evaluation brought back (a result's ``demos``: a learner's
+        rollouts) to the run's set, tagged with ``round``; what an earlier attempt of the
+        same round added (a resumed batch) is replaced, not doubled."""
+        from limen_jax import demos
+
+        current = self._demo_set()
+        tagged = dataclasses.replace(more, round=np.full(len(more), round, np.int32))
+        self._demos = demos.without(current, more.source[0], round).extend(tagged)
+        self._demos.save(self.rd.path / demos.FILENAME)
+        self.rd.log("demos", path=demos.FILENAME, source=str(more.source[0]), round=round, added=len(more),
+                    **self._demos.counts())
+
     def _jobs(self, children: list[Child]) -> list[tuple[str, list[Child], EvalJob]]:
         """The children's evaluation jobs, one per kind, in first-asked order."""
         kinds: dict[str, list[Child]] = {}
@@ -535,6 +548,8 @@ class Loop:
                 for child, res in zip(s.children, batch.results):
                     kind.score(child.record, res, s.job)
                     results[child.record.id] = (s.kind, res)
+                    if getattr(res, "demos", None) is not None and child.record.error is None:
+                        self._extend_demos(res.demos, child.record.iteration)
                 self._keep_policies(s.children, batch.results)
             else:
                 for record, res in zip(s.records, batch.results):

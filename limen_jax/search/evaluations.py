@@ -10,6 +10,8 @@ worker; it must be a pure function of the job), and writes a result into a recor
   the curves (``reward/<term>`` per named reward term), ``eval_terms`` and the feedback.
 - ``retrain``: N fresh seeds at the full budget, one stage (``options["seeds"]``, default
   5); the scores go to ``record.evaluations["retrain"]`` and never change the fitness.
+- ``learner``: ``ppo``, then the trained policy's rollouts as new negative
+  demonstrations (:mod:`limen_jax.search.learner`).
 - ``demos``: ranking accuracy on the run's demonstrations, no training
   (:mod:`limen_jax.search.demos`); ``record.evaluations["demos"]``, never the fitness.
 
@@ -128,6 +130,15 @@ class Retrain(PPO):
 
 
 _KINDS: dict[str, Any] = {"ppo": PPO(), "retrain": Retrain(), "demos": DemosEvaluation()}
+
+
+def _learner() -> Any:
+    from limen_jax.search.learner import LearnerEvaluation  # it subclasses PPO, defined here
+
+    return LearnerEvaluation()
+
+
+_KINDS["learner"] = _learner()
 
 
 def register_evaluation(kind: Any) -> None:

@@ -25,7 +25,7 @@ import numpy as np
 from limen_jax.archive import ProgramRecord, program_id
 from limen_jax.llm.prompts import build_system
 from limen_jax.llm.templates import render
-from limen_jax.search.base import SearchView, StrategyBase
+from limen_jax.search.base import SearchView, StrategyBase, evaluate
 from limen_jax.search.demos import hard_pairs
 from limen_jax.search.requests import Outcome, ProgramRequest, Request
 
@@ -49,7 +49,9 @@ class Grace(StrategyBase):
         prompt's odds, cumulative thresholds on one uniform draw per child: below
         p_trajectory the pairs and a whole expert trajectory with the parent's rewards;
         below p_pairs the mis-ranked pairs only; below p_expert the expert transitions
-        the parent rewards least only; else the code alone."""
+        the parent rewards least only; else the code alone. learners: each PPO run's
+        policy adds its rollouts to the negatives (the ``learner`` kind), after which
+        the population is ranked again."""
 
         population: int = 20
         generations: int = 4
@@ -60,6 +62,7 @@ class Grace(StrategyBase):
         p_trajectory: float = 0.25
         p_pairs: float = 0.5
         p_expert: float = 0.75
+        learners: bool = True
 
         def __post_init__(self) -> None:
             if self.fitness not in FITNESS:
@@ -90,10 +93,14 @@ class Grace(StrategyBase):
             return [ProgramRequest(
                 id=program_id(view.iteration, 0), iteration=view.iteration, island=0, operator="train_best",
                 parent_ids=(best.id,), context_ids=(), system="", user="", sections=(), rng_seed=0,
-                evaluation="ppo", source="given", code=best.code,
+                evaluation="learner" if self.options.learners else "ppo", source="given", code=best.code,
                 tag={"round": view.iteration // (self.options.generations + 1), "of": best.id},
             )]
-        return [self._child(view, rng, k) for k in range(view.candidates)]
+        out: list[Request] = [self._child(view, rng, k) for k in range(view.candidates)]
+        if self.options.learners and self.trained and not self.trained[-1].get("reranked") and self.population:
+            # the negatives grew: rank the population again, beside the new children
+            out.append(evaluate(view, 0, [view.store.get(i) for i in self.population], "demos"))
+        return out
 
     def _parent(self, view: SearchView, rng: np.random.Generator) -> ProgramRecord | None:
         u = rng.random()  # drawn whether or not there is a population: a fixed stream
@@ -149,6 +156,14 @@ class Grace(StrategyBase):
     def tell(self, view: SearchView, outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
         for o in outcomes:
+            if o.request.kind == "eval":
+                for rec, res in zip(o.records, o.results):
+                    if rec.id in self.fitness and hasattr(res, "rewards"):
+                        self.fitness[rec.id] = float(res.accuracy)
+                        self.notes[rec.id] = render_notes(view, rec, np.asarray(res.rewards), self.options.examples)
+                if self.trained:
+                    self.trained[-1]["reranked"] = True
+                continue
             record = o.record
             if record is None or not isinstance(o.request, ProgramRequest):
                 continue

@@ -4,6 +4,7 @@ ordering of reference, sparse and hackable rewards on xland_medium."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import jax
@@ -93,3 +94,11 @@ def test_a_file_without_negatives_is_refused(medium, tmp_path):
                         data.round[only], data.episode[only], data.step[only])
     with pytest.raises(ValueError, match="needs both expert and negative"):
         demos.load_demos(cut.save(tmp_path / "x.npz"), task)
+
+
+def test_a_round_added_again_replaces_itself(medium):
+    _, data = medium
+    learner = dataclasses.replace(data, source=np.full(len(data), "learner"), round=np.full(len(data), 2, np.int32))
+    once = demos.without(data, "learner", 2).extend(learner)
+    twice = demos.without(once, "learner", 2).extend(learner)
+    assert once.counts() == twice.counts() == {**data.counts(), "learner": len(data)}

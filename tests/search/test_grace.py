@@ -122,3 +122,31 @@ def test_a_resumed_grace_run_equals_one_never_stopped(tmp_path):
     assert prompts[0] == prompts[1]
     np.testing.assert_array_equal(np.load(tmp_path / "whole" / "demos.npz")["action"],
                                   np.load(tmp_path / "part" / "demos.npz")["action"])
+
+
+def test_a_round_trains_the_best_and_adds_its_rollouts_as_negatives(tmp_path):
+    cfg = config(generations=1, rounds=2, p_trajectory=0.25, p_pairs=0.5, p_expert=0.75)
+    cfg["llm"]["mutator"] = "offline"
+    cfg["search"]["iterations"] = 2
+    cfg["cascade"]["short_steps"] = 0
+    run = lj.evolve("xland_easy", cfg, run_dir=tmp_path / "run", verbose=False)
+    records = {r.id: r for r in run.records}
+    # batch 1 trained the best of batch 0 with PPO: scored by success like any program
+    state = json.loads((tmp_path / "run" / "state.json").read_text())["strategy"]
+    best0 = max(["it0000-c00", "it0000-c01"], key=lambda i: records[i].evaluations["demos"]["accuracy"])
+    trained = records["it0001-c00"]
+    assert trained.code == records[best0].code and trained.parent_ids == [best0]
+    assert trained.evaluated and state["trained"][0]["success"] == trained.success
+    # its rollouts joined the negatives, tagged with the round's batch
+    task = make("xland_easy")
+    data = demos.load_demos(tmp_path / "run" / "demos.npz", task)
+    learner = data.source == "learner"
+    assert learner.sum() > 0 and set(data.round[learner].tolist()) == {1}
+    assert set(data.round[~learner].tolist()) == {0}
+    # and batch 2 ranked the old population again on the larger set
+    for pid in ("it0000-c00", "it0000-c01"):
+        iface = compile_interface(records[pid].code, task, mode="reward_only")
+        acc = ranking_accuracy(demo_rewards([iface], data.transitions), data.expert)[0]
+        assert records[pid].evaluations["demos"]["accuracy"] == pytest.approx(float(acc), abs=1e-6)
+        assert records[pid].evaluations["demos"]["negatives"] == int((~data.expert).sum())
+        assert dict(state["fitness"])[pid] == pytest.approx(float(acc), abs=1e-6)
