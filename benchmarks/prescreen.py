@@ -74,7 +74,7 @@ def main() -> None:
         for label, a in ranking(name, 16).items():
             print(f"  {name:13s} {label:24s} {a:.3f}")
     print(f"offline search, {iterations} iterations x {candidates} candidates"
-          f"{f', {steps:,} steps' if steps else ''}, with and without --prescreen demos (threshold 0.6):")
+          f"{f', {steps:,} steps' if steps else ''}, with and without --prescreen demos (threshold 0.5):")
     saved = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in tasks:

@@ -131,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
                                        "registered by the entry-point group limen_jax.strategies")
     p.add_argument("--prescreen", metavar="demos[:THRESHOLD]",
                    help="reject reward programs whose ranking accuracy on demonstrations is below THRESHOLD "
-                        "(default 0.6) before training them")
+                        "(default 0.5) before training them")
     p.add_argument("--demos", metavar="PATH", help="demonstrations (.npz) to rank reward programs on "
                    "(default: the task's scripted expert and random play)")
     p.add_argument("--fitness", metavar="KIND", help="the evaluation kind a strategy with a fitness option "

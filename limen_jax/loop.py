@@ -147,6 +147,12 @@ class Loop:
         from limen_jax.search.prescreen import parse_prescreen
 
         self.prescreen = parse_prescreen(self.config.search.prescreen) if self.program_mode != "obs_only" else None
+        if self.prescreen is not None and not self.config.search.demos and not (self.rd.path / "demos.npz").exists():
+            from limen_jax.demos import has_expert
+
+            if not has_expert(self.task):  # said before any LLM call, not after the first batch's
+                raise ValueError(f"--prescreen {self.config.search.prescreen}: task {self.task.name!r} has no "
+                                 "scripted expert to build demonstrations from; supply them with --demos PATH")
         cap = self.strategy.max_iterations if getattr(self.strategy, "max_iterations", None) is not None else None
         self.iterations = self.config.search.iterations if cap is None else min(cap, self.config.search.iterations)
         self.pending: list[Request] | None = None

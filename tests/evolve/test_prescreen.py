@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_parse_prescreen():
     assert parse_prescreen(None) is None and parse_prescreen("none") is None
-    assert parse_prescreen("demos") == Prescreen("demos", 0.6)
+    assert parse_prescreen("demos") == Prescreen("demos", 0.5)
     assert parse_prescreen("demos:0.75") == Prescreen("demos", 0.75)
     for bad, why in (("demos:abc", "must be a number"), ("demos:1.5", "must be a number"),
                      ("ppo:0.5", "unknown kind 'ppo'")):
