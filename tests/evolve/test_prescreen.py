@@ -62,3 +62,43 @@ def test_rejected_before_training_and_told_to_the_llm(tmp_path):
     prompts = [e for e in events if e["event"] == "prompt" and e["iteration"] == 1]
     first = [e for e in screened if e["iteration"] == 0]
     assert prompts and all(any(f"accuracy {e['score']:.3f}" in p["user"] for e in first) for p in prompts)
+
+
+def test_a_task_without_an_expert_needs_demos(tmp_path, capsys):
+    from limen_jax.evolve import main
+
+    assert main(["--task", "toy_task:ToyCorridor", "--prescreen", "demos", "--mutator", "offline",
+                 "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --prescreen demos: task 'toy_corridor' has no scripted expert to build demonstrations "
+                   "from; supply them with --demos PATH"]
+
+
+def test_demonstrations_supplied_with_demos(tmp_path):
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from toy_task import ToyCorridor
+
+    import limen_jax as lj
+    from limen_jax import demos
+
+    task = ToyCorridor()
+    walk = lambda sim, key: jnp.where(sim.goal > sim.pos, 2, 0).astype(jnp.int32)  # noqa: E731
+    mine = demos.from_episodes(demos.rollout(task, walk, jax.random.key(0), 4), "expert").extend(
+        demos.from_episodes(demos.rollout(task, demos.random_policy(task), jax.random.key(1), 4), "random"))
+    path = mine.save(tmp_path / "mine.npz")
+    run = lj.evolve("toy_task:ToyCorridor", {"seed": 1, "llm": {"mutator": "offline"},
+                                             "search": {"iterations": 0, "candidates": 2, "prescreen": "demos:1.0",
+                                                        "demos": str(path)},
+                                             "cascade": {"full_steps": 2_000}},
+                    run_dir=tmp_path / "run", verbose=False)
+    kept = demos.load_demos(tmp_path / "run" / "demos.npz", task)
+    assert kept.counts() == mine.counts()
+    np.testing.assert_array_equal(kept.transitions.action, mine.transitions.action)
+    # a threshold of 1.0 asks for a perfect ranking: what fell short was rejected, with its score
+    for r in run.records:
+        score = r.metadata["scores"]["demos"]
+        assert (r.error is None) == (score >= 1.0)
+        if r.error is not None:
+            assert r.error["stage"] == "prescreen" and f"accuracy {score:.3f}" in r.error["message"]
