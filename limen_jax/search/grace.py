@@ -30,6 +30,7 @@ from limen_jax.search.demos import hard_pairs
 from limen_jax.search.requests import Outcome, ProgramRequest, Request
 
 FITNESS = ("demos", "ppo")
+SCORE_LABEL = {"demos": "Ranking accuracy", "ppo": "Success rate"}  # the parent's fitness, as the prompt names it
 SHOWN_EXPERT_STEPS = 12  # at most this many steps of a whole expert trajectory
 
 
@@ -143,7 +144,8 @@ class Grace(StrategyBase):
             constraints=_constraints(parts), rules=checker_rules(view.max_obs_dim, view.max_work_vs_step),
             budget=view.budget,
             parent="" if parent is None else render(
-                "grace_parent", code=parent.code.rstrip(), accuracy=f"{self.fitness[parent.id]:.3f}"),
+                "grace_parent", code=parent.code.rstrip(),
+                score=f"{SCORE_LABEL[o.fitness]}: {self.fitness[parent.id]:.3f}"),
         ) + "\n"
         return ProgramRequest(
             id=program_id(view.iteration, k), iteration=view.iteration, island=0,

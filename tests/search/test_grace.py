@@ -150,3 +150,37 @@ def test_a_round_trains_the_best_and_adds_its_rollouts_as_negatives(tmp_path):
         assert records[pid].evaluations["demos"]["accuracy"] == pytest.approx(float(acc), abs=1e-6)
         assert records[pid].evaluations["demos"]["negatives"] == int((~data.expert).sum())
         assert dict(state["fitness"])[pid] == pytest.approx(float(acc), abs=1e-6)
+
+
+def test_softmax_parents_and_the_ppo_fitness_mode():
+    """fitness="ppo": children are trained (evaluation "ppo"), the population is ranked by
+    success, the prompt names it a success rate; the parent is drawn by the softmax."""
+    from limen_jax.archive import Archive, ArchiveConfig, ProgramRecord
+    from limen_jax.search import SearchView
+    from limen_jax.search.grace import Grace
+    from limen_jax.search.requests import Outcome, ProgramRequest
+
+    task = make("xland_easy")
+    archive = Archive(ArchiveConfig())
+    grace = Grace(Grace.Options(fitness="ppo", population=2, temperature=0.1))
+    assert grace.max_iterations is None  # no PPO rounds: every child trains
+    outcomes = []
+    for k, success in enumerate([0.2, 0.9, 0.5]):
+        record = ProgramRecord(id=f"it0000-c{k:02d}", code=f"# program {k}\n", iteration=0, island=0,
+                               obs_dim=4, reward_ast_size=10, success_per_seed=[success], success=success,
+                               stage="full")
+        archive.add(record)
+        request = ProgramRequest(id=record.id, iteration=0, island=0, operator="from_scratch", parent_ids=(),
+                                 context_ids=(), system="", user="", sections=(), rng_seed=0, evaluation="ppo")
+        outcomes.append(Outcome(request, record))
+    view = SearchView(archive, task, "reward_only", 1, 1, demos=None)
+    grace.tell(view, outcomes)
+    assert grace.population == ["it0000-c01", "it0000-c02"]  # the best 2 of 3, best first
+    # softmax at 0.1 over (0.9, 0.5): p = 1 / (1 + e^-4) = 0.982 for the best
+    rng = np.random.default_rng(0)
+    draws = [grace._parent(view, rng).id for _ in range(2000)]
+    assert abs(draws.count("it0000-c01") / 2000 - 1 / (1 + np.exp(-4))) < 0.01
+    (request,) = grace.propose(view, np.random.default_rng(1))
+    assert request.evaluation == "ppo" and request.operator == "mutate"
+    parent = archive.store.get(request.parent_ids[0])
+    assert f"Success rate: {parent.success:.3f}" in request.user and "Ranking accuracy" not in request.user
