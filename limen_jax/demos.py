@@ -57,14 +57,7 @@ def rollout(task: Task, policy: PolicyFn, key: jax.Array, episodes: int) -> Epis
     return Episodes(trans, np.asarray(alive), np.asarray(success), np.asarray(length))
 
 
-_COMPILED: dict[tuple[int, int, int], Any] = {}
-
-
 def _rollout_fn(task: Task, policy: PolicyFn, episodes: int) -> Any:
-    cache_key = (id(task), id(policy), episodes)
-    if cache_key in _COMPILED:
-        return _COMPILED[cache_key]
-
     def run(key: jax.Array) -> Any:
         k_reset, k_act = jax.random.split(key)
         start = jax.vmap(task.reset)(jax.random.split(k_reset, episodes))
@@ -84,8 +77,7 @@ def _rollout_fn(task: Task, policy: PolicyFn, episodes: int) -> Any:
         (last, _, length), (seen, alive) = jax.lax.scan(step, (start, jnp.zeros((episodes,), bool), zeros), keys)
         return seen, alive, last.success, length
 
-    _COMPILED[cache_key] = fn = jax.jit(run)
-    return fn
+    return jax.jit(run)
 
 
 def _plain(x: jax.Array) -> jax.Array:
