@@ -19,7 +19,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from limen_envs import xland_catalog
+from limen_envs import xland_catalog, xland_expert
 from limen_envs.presets import XLAND_CPU, XLAND_PAPER, cpu_budget, paper_budget
 from xminigrid.core.actions import take_action
 from xminigrid.core.constants import DIRECTIONS, NUM_COLORS, NUM_TILES, TILES_REGISTRY, Colors, Tiles
@@ -86,6 +86,18 @@ builds that table itself, e.g. `jnp.array([[-1, 0], [0, 1], [1, 0], [0, -1]])[di
 {rules_desc}"""
 
 
+_SCENERY = (Tiles.EMPTY, Tiles.FLOOR, Tiles.WALL)
+_TILE_NAMES = {Tiles.BALL: "ball", Tiles.SQUARE: "square", Tiles.PYRAMID: "pyramid", Tiles.GOAL: "goal",
+               Tiles.KEY: "key", Tiles.DOOR_LOCKED: "locked door", Tiles.DOOR_CLOSED: "closed door",
+               Tiles.DOOR_OPEN: "open door", Tiles.HEX: "hex", Tiles.STAR: "star"}
+_COLOUR_NAMES = ("", "red", "green", "blue", "purple", "yellow", "grey", "black", "orange", "white", "brown", "pink")
+ACTION_NAMES = ("FORWARD", "TURN_RIGHT", "TURN_LEFT", "PICKUP", "PUTDOWN", "TOGGLE")
+
+
+def _name(tile: int, colour: int) -> str:
+    return f"{_COLOUR_NAMES[colour]} {_TILE_NAMES.get(tile, f'tile {tile}')}".strip()
+
+
 def _tile(tile: int, color: int) -> jax.Array:
     return TILES_REGISTRY[tile, color]  # type: ignore[call-overload]  # a jnp array at run time
 
@@ -99,6 +111,7 @@ class XLandTask(Task):
     rules: tuple[BaseRule, ...] = ()
     init_tiles: tuple[tuple[int, int], ...] = ()
     action_space = Discrete(6)
+    action_names = ACTION_NAMES
     ppo_presets = {"cpu": XLAND_CPU, "paper": XLAND_PAPER}
     goal_desc = ""
     rules_desc = ""
@@ -157,6 +170,30 @@ class XLandTask(Task):
         ]
         return jnp.concatenate(parts).astype(jnp.float32)
 
+    # the scripted expert's subgoals: pick up ``expert_pick`` (tile, colour), then put it
+    # down next to ``expert_near`` (None: holding it is the goal)
+    expert_pick: tuple[int, int] = (0, 0)
+    expert_near: tuple[int, int] | None = None
+    expert_product: tuple[int, int] | None = None  # what the picked object turns into (a rule)
+
+    def expert_action(self, sim: Any, key: jax.Array) -> jax.Array:
+        """The scripted expert's action: BFS to each subgoal (envs/xland_expert.py)."""
+        near = None if self.expert_near is None else jnp.asarray(self.expert_near, jnp.uint8)
+        product = None if self.expert_product is None else jnp.asarray(self.expert_product, jnp.uint8)
+        return xland_expert.expert_action(sim, jnp.asarray(self.expert_pick, jnp.uint8), near, product)
+
+    def describe_state(self, sim: Any) -> str:
+        """Agent cell and heading, pocket, and every object's cell, e.g. "agent (3, 4)
+        facing up, holding nothing; blue pyramid (2, 6), red ball (7, 1)"."""
+        grid = np.asarray(sim.grid)
+        y, x = (int(v) for v in np.asarray(sim.agent.position))
+        pocket = np.asarray(sim.agent.pocket)
+        held = "nothing" if int(pocket[0]) == Tiles.EMPTY else _name(int(pocket[0]), int(pocket[1]))
+        heading = ("up", "right", "down", "left")[int(sim.agent.direction)]
+        cells = zip(*np.nonzero(~np.isin(grid[..., 0], _SCENERY)))
+        objects = [f"{_name(int(grid[r, q, 0]), int(grid[r, q, 1]))} ({r}, {q})" for r, q in cells]
+        return f"agent ({y}, {x}) facing {heading}, holding {held}; " + ", ".join(objects)
+
     def render(self, sim: Any) -> Any:
         """The whole grid and the agent, xminigrid's RGB renderer (32 px tiles)."""
         from xminigrid.rendering.rgb_render import render
@@ -193,6 +230,7 @@ class XLandEasy(XLandTask):
     budgets = {"paper": paper_budget(500_000, 1_000_000, 0.05), "cpu": cpu_budget(150_000, 3, 3, 0.05)}
     goal = AgentHoldGoal(tile=_tile(Tiles.PYRAMID, Colors.BLUE))
     init_tiles = ((Tiles.PYRAMID, Colors.BLUE), (Tiles.BALL, Colors.RED))
+    expert_pick = (Tiles.PYRAMID, Colors.BLUE)
     goal_desc = (
         "**Goal:** pick up the BLUE PYRAMID (tile 5, colour 3). The room also holds a RED BALL\n"
         "(tile 3, colour 1), a distractor. Success fires on the PICKUP that puts the blue pyramid\n"
@@ -212,6 +250,7 @@ class XLandMedium(XLandTask):
     reward_ast_bin_width = 60
     goal = TileNearGoal(tile_a=_tile(Tiles.PYRAMID, Colors.YELLOW), tile_b=_tile(Tiles.SQUARE, Colors.GREEN))
     init_tiles = ((Tiles.PYRAMID, Colors.YELLOW), (Tiles.SQUARE, Colors.GREEN))
+    expert_pick, expert_near = (Tiles.PYRAMID, Colors.YELLOW), (Tiles.SQUARE, Colors.GREEN)
     goal_desc = (
         "**Goal:** place the YELLOW PYRAMID (tile 5, colour 5) on a cell next to (4-neighbourhood)\n"
         "the GREEN SQUARE (tile 4, colour 2). Pick the pyramid up, carry it, and PUTDOWN onto an\n"
@@ -248,6 +287,8 @@ class XLandHard(XLandTask):
         (Tiles.BALL, Colors.PURPLE),
         (Tiles.SQUARE, Colors.ORANGE),
     )
+    expert_pick, expert_near = (Tiles.PYRAMID, Colors.BLUE), (Tiles.HEX, Colors.YELLOW)
+    expert_product = (Tiles.BALL, Colors.GREEN)
     goal_desc = (
         "**Goal:** place a GREEN BALL (tile 3, colour 2) next to the YELLOW HEX (tile 11, colour 5).\n"
         "There is no green ball at the start: picking up the BLUE PYRAMID (tile 5, colour 3)\n"

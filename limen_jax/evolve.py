@@ -128,8 +128,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int, help="seeds of the full training run")
     p.add_argument("--mode", choices=MODES)
     p.add_argument("--strategy", help="search strategy: map_elites (default, LIMEN), eureka, mcts (RF-Agent), "
-                                       "forge, portfolio, rda, greedy, independent, or any registered by the "
+                                       "forge, portfolio, grace, rda, greedy, independent, or any registered by the "
                                        "entry-point group limen_jax.strategies (docs/strategies.md)")
+    p.add_argument("--prescreen", metavar="demos[:THRESHOLD]",
+                   help="reject reward programs whose ranking accuracy on demonstrations is below THRESHOLD "
+                        "(default 0.5) before training them")
+    p.add_argument("--demos", metavar="PATH", help="demonstrations (.npz) to rank reward programs on "
+                   "(default: the task's scripted expert and random play)")
+    p.add_argument("--fitness", metavar="KIND", help="the evaluation kind a strategy with a fitness option "
+                   "ranks its children by (grace: demos, its paper's mode, or ppo); sets search.options.fitness")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="set any config value by its dotted key, e.g. search.options.k=4 or llm.temperature=1 "
                         "(VALUE is read as JSON when it parses, else as a string); repeatable")
@@ -185,7 +192,10 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         return {k: v for k, v in pairs if v is not None}
 
     search = given((("iterations", args.iterations), ("candidates", args.candidates), ("seeds", args.seeds),
-                    ("mode", args.mode), ("strategy", args.strategy), ("pipeline", args.pipeline)))
+                    ("mode", args.mode), ("strategy", args.strategy), ("pipeline", args.pipeline),
+                    ("prescreen", args.prescreen), ("demos", args.demos)))
+    if args.fitness is not None:
+        search["options"] = {"fitness": args.fitness}
     cascade = given((("short_steps", args.short_steps), ("full_steps", args.full_steps)))
     llm = given((("mutator", args.mutator), ("model", args.model), ("max_cost_usd", args.max_cost),
                  ("replay_from", args.replay_from), ("timeout_s", args.llm_timeout), ("max_tokens", args.max_tokens),

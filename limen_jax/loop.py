@@ -107,6 +107,7 @@ class Loop:
         self.mutator_name = "none"
         self._mutator_lock = threading.Lock()
         self._interfaces: dict[str, Any] = {}  # checked interfaces by program id (this process)
+        self._demos: Any = None  # the demonstrations, loaded when first needed
         self.t0 = time.time()
         self._last_train_end = 0.0
         self._last_iter_end = self.t0
@@ -157,6 +158,15 @@ class Loop:
             self._say(f"resume: changed {', '.join(f'{k}={_flat(self.config.to_dict())[k]}' for k in accepted)}")
         self.rd.write_json("config.json", self.config.to_dict())
         self.pipeline = self.config.search.pipeline == "on"
+        from limen_jax.search.prescreen import parse_prescreen
+
+        self.prescreen = parse_prescreen(self.config.search.prescreen) if self.program_mode != "obs_only" else None
+        if self.prescreen is not None and not self.config.search.demos and not (self.rd.path / "demos.npz").exists():
+            from limen_jax.demos import has_expert
+
+            if not has_expert(self.task):  # said before any LLM call, not after the first batch's
+                raise ValueError(f"--prescreen {self.config.search.prescreen}: task {self.task.name!r} has no "
+                                 "scripted expert to build demonstrations from; supply them with --demos PATH")
         cap = self.strategy.max_iterations if getattr(self.strategy, "max_iterations", None) is not None else None
         self.iterations = self.config.search.iterations if cap is None else min(cap, self.config.search.iterations)
         self.pending: list[Request] | None = None
@@ -389,7 +399,7 @@ class Loop:
         limits = self._limits() or Limits()
         return SearchView(self.archive, self.task, self.program_mode, it, n, self.config.prompt,
                           budget_text(self.config.cascade.full_steps, search.seeds), limits.max_obs_dim,
-                          limits.max_work_vs_step)  # fmt: skip
+                          limits.max_work_vs_step, demos=self._demo_set)  # fmt: skip
 
     def _propose(self, it: int) -> list[Request]:
         return list(self.strategy.propose(self._view(it), np.random.default_rng([self.config.seed, it])))
@@ -419,6 +429,11 @@ class Loop:
             )
         finally:
             self.progress.clear("ask")
+        if self.prescreen is not None and prepared.stop is None:
+            from limen_jax.search.prescreen import screen
+
+            for event in screen(self.prescreen, prepared.children, self._context()):
+                self.rd.log("prescreen", iteration=it, **event)
         for child in prepared.trainable:
             self._interfaces[child.record.id] = child.interface
         return prepared
@@ -429,7 +444,39 @@ class Loop:
         return JobContext(self.task, self.ppo, self.config.seed, search.seeds,
                           Budget(c.short_steps, c.full_steps, c.threshold), pad_to=search.candidates,
                           watchdog_s=c.watchdog_s, watchdog_factor=c.watchdog_factor,
-                          return_policies=self._kept() != "none", run_path=str(Path(self.rd.path).absolute()))
+                          return_policies=self._kept() != "none", run_path=str(Path(self.rd.path).absolute()),
+                          demos=self._demo_set)
+
+    def _demo_set(self) -> Any:
+        """The run's demonstrations (:mod:`limen_jax.demos`), built or read when first
+        needed: the run dir's ``demos.npz``; else ``search.demos`` (copied in); else the
+        task's scripted expert and random play, seeded by the run's seed."""
+        if self._demos is None:
+            from limen_jax import demos
+
+            path = self.rd.path / demos.FILENAME
+            if path.exists():
+                self._demos = demos.load_demos(path, self.task)
+            else:
+                given = self.config.search.demos
+                self._demos = (demos.load_demos(given, self.task) if given
+                               else demos.build_demos(self.task, self.config.seed))
+                self._demos.save(path)
+                self.rd.log("demos", path=demos.FILENAME, source=given or "expert+random", **self._demos.counts())
+        return self._demos
+
+    def _extend_demos(self, more: Any, round: int) -> None:
+        """Add transitions an evaluation brought back (a result's ``demos``: a learner's
+        rollouts) to the run's set, tagged with ``round``; what an earlier attempt of the
+        same round added (a resumed batch) is replaced, not doubled."""
+        from limen_jax import demos
+
+        current = self._demo_set()
+        tagged = dataclasses.replace(more, round=np.full(len(more), round, np.int32))
+        self._demos = demos.without(current, more.source[0], round).extend(tagged)
+        self._demos.save(self.rd.path / demos.FILENAME)
+        self.rd.log("demos", path=demos.FILENAME, source=str(more.source[0]), round=round, added=len(more),
+                    **self._demos.counts())
 
     def _jobs(self, children: list[Child]) -> list[tuple[str, list[Child], EvalJob]]:
         """The children's evaluation jobs, one per kind, in first-asked order."""
@@ -496,6 +543,8 @@ class Loop:
             return
         ctx = self._context()
         for kind in dict.fromkeys(r.evaluation for r in asked):
+            if not getattr(evaluation_kind(kind), "trains", True):  # nothing to compile ahead
+                continue
             n = sum(r.evaluation == kind for r in asked)
             prepare(evaluation_kind(kind).job(ctx, self._placeholders(n), {}))
 
@@ -505,8 +554,9 @@ class Loop:
         changes a result: compiled code is the same whichever thread compiles it."""
         prepare = getattr(self.evaluator, "prepare", None)
         if prepare is not None:
-            for _, _, job in self._jobs(children):
-                prepare(job)
+            for kind, _, job in self._jobs(children):
+                if getattr(evaluation_kind(kind), "trains", True):
+                    prepare(job)
 
     def _wait(self, submitted: list[_Submitted], it: int) -> list[EvalBatch]:
         """Every job's results (the live status counts the seconds since they were submitted)."""
@@ -547,6 +597,8 @@ class Loop:
                 for child, res in zip(s.children, batch.results):
                     kind.score(child.record, res, s.job)
                     results[child.record.id] = (s.kind, res)
+                    if getattr(res, "demos", None) is not None and child.record.error is None:
+                        self._extend_demos(res.demos, child.record.iteration)
                 self._keep_policies(s.children, batch.results)
             else:
                 for record, res in zip(s.records, batch.results):
@@ -675,8 +727,9 @@ class Loop:
         scored = [r for r in recs if r.success is not None]
         best = self.store.best()
         parts = [f"[iter {it}/{self.iterations}]", f"{len(recs)} candidates"]
-        if len(scored) < len(recs):
-            parts.append(f"{len(recs) - len(scored)} rejected")
+        rejected = sum(r.error is not None for r in recs)  # others may be scored by a kind that trains nothing
+        if rejected:
+            parts.append(f"{rejected} rejected")
         if scored:
             parts.append("success " + " ".join(f"{r.success:.2f}" for r in scored))
         parts.append(f"best {best.success:.2f} ({best.id})" if best else "best -")

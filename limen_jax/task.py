@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from limen_jax.registry import describe, families, make, note_task, register, register_family, registered_tasks
@@ -203,6 +204,29 @@ class Task(abc.ABC):
         array, on the host (``python -m limen_jax.rollout --frames``). Raises
         NotImplementedError, saying why, when the task cannot render (the default)."""
         raise NotImplementedError(f"task {self.name!r} does not render frames")
+
+    def expert_action(self, sim: PyTree, key: jax.Array) -> jax.Array:
+        """Optional: a scripted expert's action in one (unbatched) simulator state, pure
+        JAX (vmapped over episodes). Its rollouts are the expert demonstrations that
+        reward programs are ranked on (:mod:`limen_jax.demos`: ``--prescreen demos``,
+        ``--strategy grace``). Raises NotImplementedError when the task has none (the
+        default); such a task takes demonstrations from a file (``--demos PATH``)."""
+        raise NotImplementedError(f"task {self.name!r} has no scripted expert")
+
+    def describe_state(self, sim: PyTree) -> str:
+        """One line on one (unbatched) simulator state, on the host, for prompts that show
+        the LLM recorded transitions (GRACE's mis-ranked examples). The default lists
+        the state's small leaves (at most 8 numbers each) by path; a task overrides it
+        with what matters."""
+        parts = []
+        for path, leaf in jax.tree_util.tree_leaves_with_path(sim):
+            if jnp.issubdtype(getattr(leaf, "dtype", np.float32), jax.dtypes.prng_key):
+                continue
+            x = np.asarray(leaf)
+            if x.size <= 8:
+                shown = np.array2string(x.reshape(-1), precision=3, separator=", ") if x.ndim else f"{x.item():.4g}"
+                parts.append(f"{jax.tree_util.keystr(path).lstrip('.')}={shown}")
+        return "; ".join(parts)
 
     def scripted_action(self, policy: jax.Array, t: jax.Array) -> jax.Array:
         """The action scripted policy ``policy`` (int32[], any value) takes at step ``t``

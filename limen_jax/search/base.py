@@ -38,6 +38,8 @@ class SearchView:
     other rules. first_index: added to every index the request builders (:func:`ask_program`,
     :func:`ask_text`, :func:`evaluate`) turn into an id, so that strategies sharing one batch
     (a portfolio's members) never give two requests the same id; 0 for a strategy alone.
+    demos: a function returning the run's demonstrations
+    (:class:`~limen_jax.demos.DemoSet`, built or read on first call), or None.
     """
 
     archive: Archive
@@ -50,6 +52,7 @@ class SearchView:
     max_obs_dim: int = 512
     max_work_vs_step: float = 100.0
     first_index: int = 0
+    demos: Any = None
 
     @property
     def store(self) -> Any:

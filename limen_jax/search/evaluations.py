@@ -13,6 +13,10 @@ worker; it must be a pure function of the job), and writes a result into a recor
 - ``episodes``: roll out each program's kept policy for a few episodes
   (``options["episodes"]``, default 3) and log every step's reward terms, success and
   length into ``record.evaluations["episodes"]`` (:mod:`limen_jax.search.episodes`).
+- ``learner``: ``ppo``, then the trained policy's rollouts as new negative
+  demonstrations (:mod:`limen_jax.search.learner`).
+- ``demos``: ranking accuracy on the run's demonstrations, no training
+  (:mod:`limen_jax.search.demos`); ``record.evaluations["demos"]``, never the fitness.
 
 More kinds register with :func:`register_evaluation` or the entry-point group
 ``limen_jax.evaluations``.
@@ -26,6 +30,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from limen_jax.search.demos import DemosEvaluation
 from limen_jax.search.episodes import Episodes
 from limen_jax.search.faults import describe, diverged
 from limen_jax.search.jobs import Budget, EvalBatch, EvalJob
@@ -38,8 +43,9 @@ GROUP = "limen_jax.evaluations"
 class JobContext:
     """What every kind needs to build a job: the run's task, PPO config, seed, seeds per
     full run, cascade budget and watchdog, the batch size to pad to, whether the
-    trained policies come back to be kept (``keep_policies``), and the run directory
-    (``run_path``; "" when there is none), where kept policies live."""
+    trained policies come back to be kept (``keep_policies``), the run directory
+    (``run_path``; "" when there is none), where kept policies live, and the run's
+    demonstrations (a :class:`~limen_jax.demos.DemoSet`, or None) for the ``demos`` kind."""
 
     task: Any
     ppo: Any
@@ -51,6 +57,7 @@ class JobContext:
     watchdog_factor: float = 5.0
     return_policies: bool = False
     run_path: str = ""
+    demos: Any = None
 
 
 class Evaluation(Protocol):
@@ -128,7 +135,16 @@ class Retrain(PPO):
         }
 
 
-_KINDS: dict[str, Any] = {"ppo": PPO(), "retrain": Retrain(), "episodes": Episodes()}
+_KINDS: dict[str, Any] = {"ppo": PPO(), "retrain": Retrain(), "episodes": Episodes(), "demos": DemosEvaluation()}
+
+
+def _learner() -> Any:
+    from limen_jax.search.learner import LearnerEvaluation  # it subclasses PPO, defined here
+
+    return LearnerEvaluation()
+
+
+_KINDS["learner"] = _learner()
 
 
 def register_evaluation(kind: Any) -> None:

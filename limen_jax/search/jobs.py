@@ -33,7 +33,8 @@ class EvalJob:
     shapes repeat (None: no padding). kind: the evaluation kind that runs and scores it
     (:mod:`limen_jax.search.evaluations`). return_policies: bring each full-budget
     candidate's trained policies back on its result (to keep them). options: the kind's own
-    settings, plain JSON data (e.g. the ``episodes`` kind's policy directories)."""
+    settings, plain JSON data (e.g. the ``episodes`` kind's policy directories). data: what
+    a kind needs besides interfaces, arrays (the ``demos`` kind: the demonstration set), or None."""
 
     task: Any
     interfaces: Sequence[Any]
@@ -46,6 +47,7 @@ class EvalJob:
     kind: str = "ppo"
     return_policies: bool = False
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    data: Any = None
 
 
 @dataclasses.dataclass

@@ -72,6 +72,8 @@ def job_to_wire(job: EvalJob) -> dict[str, Any]:
         "kind_ref": _class_ref(type(kind)),
         "return_policies": bool(job.return_policies),
         "options": job.options,
+        # a kind's own inputs (the demos kind's demonstrations: numpy arrays in pytrees)
+        "data": job.data,
     }
 
 
@@ -139,7 +141,8 @@ def job_from_wire(wire: dict[str, Any], task: Any, cache: collections.OrderedDic
     return EvalJob(task, interfaces, list(wire["seeds"]), Budget(**wire["budget"]),
                    PPOConfig.from_dict(wire["config"]), pad_to=wire["pad_to"], watchdog_s=wire["watchdog_s"],
                    watchdog_factor=wire["watchdog_factor"], kind=wire["kind"],
-                   return_policies=wire["return_policies"], options=wire.get("options", {}))  # fmt: skip
+                   return_policies=wire["return_policies"], options=wire.get("options", {}),
+                   data=wire.get("data"))  # fmt: skip
 
 
 def _interface(spec: dict[str, Any], task: Any, cache: collections.OrderedDict[bytes, Any]) -> Any:

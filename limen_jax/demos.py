@@ -1,0 +1,245 @@
+"""Demonstrations: expert and negative transitions a reward program is ranked on.
+
+A :class:`DemoSet` holds M transitions (s, a, s') of the task's simulator, stacked (every
+leaf has a leading axis M), each tagged with where it came from: ``expert`` (the task's
+scripted expert, :meth:`Task.expert_action`, or a user's own file), ``random`` (uniform
+random actions) or ``learner`` (a policy trained during the search, added as negatives
+round by round). It lives in a run directory as ``demos.npz``: the simulator leaves in
+``jax.tree`` order (``sim/<i>``, ``next_sim/<i>``) beside ``action`` and the tags, so
+a user can supply their own set (``--demos path``) built on the same task.
+
+Rollouts here are pure JAX: ``E`` episodes side by side for the task's horizon in one
+jitted scan, only each environment's first episode kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from limen_jax.task import Task, Transition
+
+SOURCES = ("expert", "random", "learner")
+FILENAME = "demos.npz"
+PolicyFn = Callable[[Any, jax.Array], jax.Array]  # (sim, key) -> action
+
+
+def has_expert(task: Task) -> bool:
+    """Whether the task offers a scripted expert (overrides :meth:`Task.expert_action`)."""
+    return type(task).expert_action is not Task.expert_action
+
+
+@dataclasses.dataclass(frozen=True)
+class Episodes:
+    """E episodes of T steps, as a rollout returns them (numpy).
+
+    transitions: leaves [T, E, ...]. alive: bool[T, E], the step belongs to the episode.
+    success: bool[E], the episode reached the goal. length: int32[E].
+    """
+
+    transitions: Transition
+    alive: np.ndarray
+    success: np.ndarray
+    length: np.ndarray
+
+
+def rollout(task: Task, policy: PolicyFn, key: jax.Array, episodes: int) -> Episodes:
+    """``episodes`` fresh episodes of ``policy`` (a pure function of one sim and a key)."""
+    fn = _rollout_fn(task, policy, int(episodes))
+    trans, alive, success, length = jax.device_get(jax.tree.map(_plain, fn(key)))
+    return Episodes(trans, np.asarray(alive), np.asarray(success), np.asarray(length))
+
+
+def _rollout_fn(task: Task, policy: PolicyFn, episodes: int) -> Any:
+    def run(key: jax.Array) -> Any:
+        k_reset, k_act = jax.random.split(key)
+        start = jax.vmap(task.reset)(jax.random.split(k_reset, episodes))
+
+        def step(carry: Any, keys: jax.Array) -> Any:
+            state, ended, length = carry
+            actions = jax.vmap(policy)(state.sim, keys)
+            nxt = jax.vmap(task.step)(state, actions)
+            alive = ~ended
+            done = nxt.done | (length + 1 >= task.episode_length)
+            seen = Transition(sim=state.sim, action=actions, next_sim=nxt.sim)
+            keep = jax.tree.map(lambda a, b: jnp.where(_bcast(ended, a), a, b), state, nxt)
+            return (keep, ended | done, length + alive.astype(jnp.int32)), (seen, alive)
+
+        keys = jax.random.split(k_act, (task.episode_length, episodes))
+        zeros = jnp.zeros((episodes,), jnp.int32)
+        (last, _, length), (seen, alive) = jax.lax.scan(step, (start, jnp.zeros((episodes,), bool), zeros), keys)
+        return seen, alive, last.success, length
+
+    return jax.jit(run)
+
+
+def _plain(x: jax.Array) -> jax.Array:
+    """A typed PRNG key leaf (xminigrid's ``state.key``) as its raw uint32 data: numpy
+    and npz hold no key dtype; programs never read it."""
+    return jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x
+
+
+def _bcast(pred: jax.Array, x: jax.Array) -> jax.Array:
+    return pred.reshape(pred.shape + (1,) * (x.ndim - pred.ndim))
+
+
+def random_policy(task: Task) -> PolicyFn:
+    """Uniform random actions from the task's action space."""
+    return lambda sim, key: task.action_space.sample(key)
+
+
+def expert_policy(task: Task) -> PolicyFn:
+    return task.expert_action
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoSet:
+    """M tagged transitions.
+
+    transitions: leaves [M, ...] (numpy). source: str[M], one of SOURCES. round:
+    int32[M], the search round that added it (0 for the initial set). episode: int32[M],
+    the episode within its (source, round). step: int32[M], the step within its episode.
+    """
+
+    transitions: Transition
+    source: np.ndarray
+    round: np.ndarray
+    episode: np.ndarray
+    step: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.source.shape[0])
+
+    @property
+    def expert(self) -> np.ndarray:
+        """bool[M], the transition is an expert's."""
+        return np.asarray(self.source == "expert")
+
+    def counts(self) -> dict[str, int]:
+        return {s: int((self.source == s).sum()) for s in SOURCES if (self.source == s).any()}
+
+    def extend(self, other: DemoSet) -> DemoSet:
+        cat = lambda a, b: np.concatenate([np.asarray(a), np.asarray(b)])  # noqa: E731
+        return DemoSet(jax.tree.map(cat, self.transitions, other.transitions), cat(self.source, other.source),
+                       cat(self.round, other.round), cat(self.episode, other.episode), cat(self.step, other.step))
+
+    def save(self, path: str | Path) -> Path:
+        """Write to ``path`` (.npz) atomically."""
+        path = Path(path)
+        arrays: dict[str, np.ndarray] = {"action": np.asarray(self.transitions.action)}
+        for name in ("sim", "next_sim"):
+            for i, leaf in enumerate(jax.tree.leaves(getattr(self.transitions, name))):
+                arrays[f"{name}/{i}"] = np.asarray(leaf)
+        arrays.update(source=self.source.astype(str), round=self.round, episode=self.episode, step=self.step)
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **arrays)  # type: ignore[arg-type]
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(buf.getvalue())
+        tmp.replace(path)
+        return path
+
+
+def without(demos: DemoSet, source: str, round: int) -> DemoSet:
+    """``demos`` less the transitions of ``source`` added in ``round``."""
+    keep = ~((demos.source == source) & (demos.round == round))
+    pick = lambda x: np.asarray(x)[keep]  # noqa: E731
+    return DemoSet(jax.tree.map(pick, demos.transitions), demos.source[keep], demos.round[keep],
+                   demos.episode[keep], demos.step[keep])
+
+
+def load_demos(path: str | Path, task: Task) -> DemoSet:
+    """Read a set :meth:`DemoSet.save` wrote (or a user built the same way) for ``task``:
+    the simulator leaves are put back into the task's state structure."""
+    treedef: Any = jax.tree.structure(jax.eval_shape(task.reset, jax.random.key(0)).sim)
+    with np.load(Path(path), allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    sims = []
+    for name in ("sim", "next_sim"):
+        leaves = [arrays[f"{name}/{i}"] for i in range(treedef.num_leaves) if f"{name}/{i}" in arrays]
+        if len(leaves) != treedef.num_leaves:
+            raise ValueError(f"{path}: {len(leaves)} {name} leaves, task {task.name!r} has {treedef.num_leaves}")
+        sims.append(jax.tree.unflatten(treedef, leaves))
+    source = arrays["source"].astype(str)
+    unknown = sorted(set(source.tolist()) - set(SOURCES))
+    if unknown:
+        raise ValueError(f"{path}: unknown sources {unknown}; expected {list(SOURCES)}")
+    if not (source == "expert").any() or (source == "expert").all():
+        raise ValueError(f"{path}: needs both expert and negative transitions")
+    m = len(source)
+    get = lambda k: arrays.get(k, np.zeros(m, np.int32)).astype(np.int32)  # noqa: E731
+    return DemoSet(Transition(sim=sims[0], action=arrays["action"], next_sim=sims[1]), source,
+                   get("round"), get("episode"), get("step"))
+
+
+def from_episodes(ep: Episodes, source: str, round: int = 0) -> DemoSet:
+    """The alive transitions of ``ep``, episode by episode, tagged."""
+    t_idx, e_idx = np.nonzero(ep.alive)
+    order = np.lexsort((t_idx, e_idx))
+    t_idx, e_idx = t_idx[order], e_idx[order]
+    trans = jax.tree.map(lambda x: np.asarray(x)[t_idx, e_idx], ep.transitions)
+    m = len(t_idx)
+    return DemoSet(trans, np.full(m, source), np.full(m, round, np.int32), e_idx.astype(np.int32),
+                   t_idx.astype(np.int32))
+
+
+def build_demos(task: Task, seed: int, experts: int = 16, negatives: int = 16) -> DemoSet:
+    """The initial set: ``experts`` episodes of the task's expert (which must succeed
+    in each) and ``negatives`` episodes of random play."""
+    if not has_expert(task):
+        raise ValueError(f"task {task.name!r} has no scripted expert (Task.expert_action); supply --demos PATH")
+    k_exp, k_neg = jax.random.split(jax.random.key(seed))
+    ep = rollout(task, expert_policy(task), k_exp, experts)
+    if not ep.success.all():
+        raise RuntimeError(f"{task.name}: the expert failed {int((~ep.success).sum())} of {experts} episodes")
+    neg = rollout(task, random_policy(task), k_neg, negatives)
+    return from_episodes(ep, "expert").extend(from_episodes(neg, "random"))
+
+
+def learner_rollout(task: Task, interface: Any, policy: Any, key: jax.Array, episodes: int) -> Episodes:
+    """``episodes`` fresh episodes of a trained policy (:class:`~limen_jax.rl.policy.Policy`)
+    acting through the interface it trained with, as the final evaluation acts (sampled
+    actions, or the mode with ``eval_deterministic``); every transition kept."""
+    from limen_jax.rl.normalize import normalize
+    from limen_jax.rl.rollouts import network_of
+
+    config, net = network_of(policy, task)
+    width, obs_dim = int(policy.metadata["width"]), int(interface.obs_dim)
+    mask = jnp.arange(width) < obs_dim
+
+    def observe(sim: Any) -> jax.Array:
+        obs = jax.vmap(lambda s: jnp.asarray(interface.observe(s), jnp.float32).reshape(-1))(sim)
+        return jnp.pad(obs, [(0, 0), (0, width - obs_dim)])
+
+    @jax.jit
+    def run(params: Any, stats: Any, key: jax.Array) -> Any:
+        k_reset, k_act = jax.random.split(key)
+        start = jax.vmap(task.reset)(jax.random.split(k_reset, episodes))
+
+        def step(carry: Any, key: jax.Array) -> Any:
+            ts, h, prev_action, prev_reward, ended, length, t = carry
+            obs = normalize(stats, observe(ts.sim), mask, config.obs_clip, config.normalize_obs)
+            h, dist, _ = net.step(params, h, obs, prev_action, prev_reward, jnp.full((episodes,), t == 0))
+            raw = net.dist.mode(dist) if config.eval_deterministic else net.dist.sample(key, dist)
+            action = net.dist.to_env(raw)
+            nxt = jax.vmap(task.step)(ts, action)
+            alive = ~ended
+            done = nxt.done | (t + 1 >= task.episode_length)
+            keep = jax.tree.map(lambda a, b: jnp.where(_bcast(ended, a), a, b), ts, nxt)
+            seen = Transition(sim=ts.sim, action=action, next_sim=nxt.sim)
+            zeros = jnp.zeros((episodes,), jnp.float32)
+            return (keep, h, raw, zeros, ended | done, length + alive.astype(jnp.int32), t + 1), (seen, alive)
+
+        carry = (start, net.initial_carry(episodes), net.dummy_action((episodes,)), jnp.zeros((episodes,)),
+                 jnp.zeros((episodes,), bool), jnp.zeros((episodes,), jnp.int32), jnp.asarray(0))
+        last, (seen, alive) = jax.lax.scan(step, carry, jax.random.split(k_act, task.episode_length))
+        return seen, alive, last[0].success, last[5]
+
+    trans, alive, success, length = jax.device_get(jax.tree.map(_plain, run(policy.params, policy.obs_stats, key)))
+    return Episodes(trans, np.asarray(alive), np.asarray(success), np.asarray(length))

@@ -1,0 +1,186 @@
+"""The grace strategy: what each prompt shows, as sent to a (fake) Messages API, the
+population ranked by accuracy on demonstrations, and a resumed run equal to one never
+stopped."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import limen_jax as lj
+from limen_jax import demos
+from limen_jax.llm.prompts import build_system
+from limen_jax.program import compile_interface
+from limen_jax.search.demos import demo_rewards, hard_pairs, ranking_accuracy
+from limen_jax.search.grace import render_notes
+from limen_jax.task import make
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
+from fake_anthropic import FakeAnthropic, Reply  # noqa: E402
+
+APPROACH = '''
+import jax.numpy as jnp
+
+def compute_reward(state, action, next_state):
+    def dist(s):
+        mask = (s.grid[:, :, 0] == 5) & (s.grid[:, :, 1] == 3)
+        i = jnp.argmax(mask.reshape(-1))
+        target = jnp.array([i // s.grid.shape[1], i % s.grid.shape[1]])
+        return jnp.abs(target - s.agent.position).sum().astype(jnp.float32)
+    held = (next_state.agent.pocket[0] == 5).astype(jnp.float32)
+    return jnp.float32(SCALE) * (dist(state) - dist(next_state)) + 10.0 * held
+'''
+SPIN = '''
+import jax.numpy as jnp
+
+def compute_reward(state, action, next_state):
+    return jnp.where((action == 1) | (action == 2), 1.0, 0.0).astype(jnp.float32)
+'''
+
+
+def program(code: str, scale: float = 1.0) -> str:
+    return f"```python\n{code.replace('SCALE', repr(scale)).strip()}\n```"
+
+
+ANSWERS = [program(APPROACH), program(SPIN), program(APPROACH, 0.5), program(APPROACH, 2.0)]
+
+
+def config(**options):
+    return {"seed": 5, "search": {"mode": "reward_only", "strategy": "grace", "iterations": 1, "candidates": 2,
+                                  "options": {"generations": 2, "p_trajectory": 1.0, "p_pairs": 1.0,
+                                              "p_expert": 1.0, **options}},
+            "cascade": {"full_steps": 20_000}, "llm": {"concurrency": 1}}
+
+
+def test_grace_prompts_as_sent_and_the_population(tmp_path, monkeypatch):
+    answers = iter(ANSWERS)
+    with FakeAnthropic(responder=lambda body: Reply(next(answers))) as fake:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        cfg = config()
+        cfg["llm"]["mutator"] = "anthropic"
+        run = lj.evolve("xland_easy", cfg, run_dir=tmp_path / "run", verbose=False)
+        sent = [r["body"] for r in fake.requests]
+    assert len(sent) == 4
+    users = [b["messages"][0]["content"] for b in sent]
+    users = [u if isinstance(u, str) else "".join(part["text"] for part in u) for u in users]
+    assert all(b["system"] == build_system("reward_only") for b in sent)
+    assert not any(str(tmp_path) in u for u in users)
+    # generation 0: sampled expert and random trajectories, described readably
+    for u in users[:2]:
+        assert "## An expert trajectory" in u and "## A random-play trajectory" in u
+        assert "agent (" in u and "blue pyramid (" in u and "action PICKUP" in u
+        assert "Current reward program" not in u
+    # the population: ranked by accuracy, which equals the records' demos evaluations
+    state = json.loads((tmp_path / "run" / "state.json").read_text())["strategy"]
+    records = {r.id: r for r in run.records}
+    acc = {i: records[i].evaluations["demos"]["accuracy"] for i in records}
+    assert state["population"] == sorted(acc, key=lambda i: -acc[i])
+    assert acc["it0000-c00"] > 0.6 > 0.5 > acc["it0000-c01"]  # approach beats spin
+    assert all(records[i].success is None for i in records)  # nothing trained in demos mode
+    # generation 1: the parent (the softmax at temperature 0.05 picks the approach reward)
+    # with its accuracy and its hard examples, exactly as rendered from the stored demos
+    task = make("xland_easy")
+    data = demos.load_demos(tmp_path / "run" / "demos.npz", task)
+    parent = compile_interface(records["it0000-c00"].code, task, mode="reward_only")
+    rewards = demo_rewards([parent], data.transitions)[0]
+    assert ranking_accuracy(rewards[None], data.expert)[0] == pytest.approx(acc["it0000-c00"], abs=1e-6)
+    view = types.SimpleNamespace(task=task, demos=lambda: data)
+    notes = render_notes(view, records["it0000-c00"], rewards, 4)
+    pairs = hard_pairs(rewards, data.expert, 4)
+    assert pairs and pairs[0].margin <= 0 and pairs == sorted(pairs, key=lambda p: p.margin)
+    for u in users[2:]:
+        assert records["it0000-c00"].code.strip() in u
+        assert f"Ranking accuracy: {acc['it0000-c00']:.3f}" in u
+        assert notes["pairs"] in u and notes["trajectory"] in u
+        assert f"-> reward {pairs[0].r_expert:.4g}" in notes["pairs"].splitlines()[2]
+    assert [r.parent_ids for r in run.records if r.iteration == 1] == [["it0000-c00"], ["it0000-c00"]]
+
+
+def brief(run):
+    return [(r.id, r.parent_ids, r.code, r.evaluations.get("demos")) for r in run.records]
+
+
+def test_a_resumed_grace_run_equals_one_never_stopped(tmp_path):
+    cfg = config(generations=3, p_trajectory=0.25, p_pairs=0.5, p_expert=0.75)
+    cfg["llm"]["mutator"] = "offline"
+    cfg["search"]["iterations"] = 2
+    whole = lj.evolve("xland_easy", cfg, run_dir=tmp_path / "whole", verbose=False)
+    cfg["search"]["iterations"] = 1
+    lj.evolve("xland_easy", cfg, run_dir=tmp_path / "part", verbose=False)
+    resumed = lj.evolve.resume(tmp_path / "part", {"search": {"iterations": 2}}, verbose=False)
+    assert brief(resumed) == brief(whole)
+    a, b = (json.loads((tmp_path / d / "state.json").read_text())["strategy"] for d in ("whole", "part"))
+    assert a == b and len(a["population"]) == 6
+    prompts = [[e["user"] for e in map(json.loads, (tmp_path / d / "events.jsonl").read_text().splitlines())
+                if e["event"] == "prompt"] for d in ("whole", "part")]
+    assert prompts[0] == prompts[1]
+    np.testing.assert_array_equal(np.load(tmp_path / "whole" / "demos.npz")["action"],
+                                  np.load(tmp_path / "part" / "demos.npz")["action"])
+
+
+def test_a_round_trains_the_best_and_adds_its_rollouts_as_negatives(tmp_path):
+    cfg = config(generations=1, rounds=2, p_trajectory=0.25, p_pairs=0.5, p_expert=0.75)
+    cfg["llm"]["mutator"] = "offline"
+    cfg["search"]["iterations"] = 2
+    cfg["cascade"]["short_steps"] = 0
+    run = lj.evolve("xland_easy", cfg, run_dir=tmp_path / "run", verbose=False)
+    records = {r.id: r for r in run.records}
+    # batch 1 trained the best of batch 0 with PPO: scored by success like any program
+    state = json.loads((tmp_path / "run" / "state.json").read_text())["strategy"]
+    best0 = max(["it0000-c00", "it0000-c01"], key=lambda i: records[i].evaluations["demos"]["accuracy"])
+    trained = records["it0001-c00"]
+    assert trained.code == records[best0].code and trained.parent_ids == [best0]
+    assert trained.evaluated and state["trained"][0]["success"] == trained.success
+    # its rollouts joined the negatives, tagged with the round's batch
+    task = make("xland_easy")
+    data = demos.load_demos(tmp_path / "run" / "demos.npz", task)
+    learner = data.source == "learner"
+    assert learner.sum() > 0 and set(data.round[learner].tolist()) == {1}
+    assert set(data.round[~learner].tolist()) == {0}
+    # and batch 2 ranked the old population again on the larger set
+    for pid in ("it0000-c00", "it0000-c01"):
+        iface = compile_interface(records[pid].code, task, mode="reward_only")
+        acc = ranking_accuracy(demo_rewards([iface], data.transitions), data.expert)[0]
+        assert records[pid].evaluations["demos"]["accuracy"] == pytest.approx(float(acc), abs=1e-6)
+        assert records[pid].evaluations["demos"]["negatives"] == int((~data.expert).sum())
+        assert dict(state["fitness"])[pid] == pytest.approx(float(acc), abs=1e-6)
+
+
+def test_softmax_parents_and_the_ppo_fitness_mode():
+    """fitness="ppo": children are trained (evaluation "ppo"), the population is ranked by
+    success, the prompt names it a success rate; the parent is drawn by the softmax."""
+    from limen_jax.archive import Archive, ArchiveConfig, ProgramRecord
+    from limen_jax.search import SearchView
+    from limen_jax.search.grace import Grace
+    from limen_jax.search.requests import Outcome, ProgramRequest
+
+    task = make("xland_easy")
+    archive = Archive(ArchiveConfig())
+    grace = Grace(Grace.Options(fitness="ppo", population=2, temperature=0.1))
+    assert grace.max_iterations is None  # no PPO rounds: every child trains
+    outcomes = []
+    for k, success in enumerate([0.2, 0.9, 0.5]):
+        record = ProgramRecord(id=f"it0000-c{k:02d}", code=f"# program {k}\n", iteration=0, island=0,
+                               obs_dim=4, reward_ast_size=10, success_per_seed=[success], success=success,
+                               stage="full")
+        archive.add(record)
+        request = ProgramRequest(id=record.id, iteration=0, island=0, operator="from_scratch", parent_ids=(),
+                                 context_ids=(), system="", user="", sections=(), rng_seed=0, evaluation="ppo")
+        outcomes.append(Outcome(request, record))
+    view = SearchView(archive, task, "reward_only", 1, 1, demos=None)
+    grace.tell(view, outcomes)
+    assert grace.population == ["it0000-c01", "it0000-c02"]  # the best 2 of 3, best first
+    # softmax at 0.1 over (0.9, 0.5): p = 1 / (1 + e^-4) = 0.982 for the best
+    rng = np.random.default_rng(0)
+    draws = [grace._parent(view, rng).id for _ in range(2000)]
+    assert abs(draws.count("it0000-c01") / 2000 - 1 / (1 + np.exp(-4))) < 0.01
+    (request,) = grace.propose(view, np.random.default_rng(1))
+    assert request.evaluation == "ppo" and request.operator == "mutate"
+    parent = archive.store.get(request.parent_ids[0])
+    assert f"Success rate: {parent.success:.3f}" in request.user and "Ranking accuracy" not in request.user
