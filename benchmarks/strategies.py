@@ -13,9 +13,10 @@ a run directory that already holds a finished run is read back, not re-run, and 
 interrupted one resumes.
 
 Budgets: the task's CPU preset by default (xland_hard: 3 from scratch, then 5 iterations
-of 3 children, 1M steps x 2 seeds each); ``--quick``: 2 from scratch, then 2 iterations of
-2 children, 300k steps x 1 seed; ``--iterations``, ``--candidates``, ``--steps`` and
-``--train-seeds`` override either.
+of 3 children, 1M steps x 2 seeds each; ``--preset paper`` for the paper's, with its
+cascade); ``--quick``: 2 from scratch, then 2 iterations of 2 children, 300k steps x 1
+seed; ``--iterations``, ``--candidates``, ``--steps`` and ``--train-seeds`` override
+either. ``--mutator anthropic`` runs the same comparison with Claude.
 
 It prints the ``limen_jax.compare`` tables (one row per run, then one row per strategy:
 best success mean and spread over run seeds, first-generation best, programs trained
@@ -41,9 +42,9 @@ QUICK = {"initial": 2, "iterations": 2, "candidates": 2, "steps": 300_000, "trai
 
 
 def budget(task: str, args: argparse.Namespace) -> dict[str, Any]:
-    """The search and cascade overrides every strategy runs with: the task's CPU preset,
-    or ``QUICK``, then the command line's own numbers."""
-    preset = EvolveConfig.preset_for(task, "cpu")
+    """The search and cascade overrides every strategy runs with: the task's budget at
+    ``--preset``, or ``QUICK``, then the command line's own numbers."""
+    preset = EvolveConfig.preset_for(task, args.preset)
     chosen = dict(QUICK) if args.quick else {
         "initial": preset.search.initial or preset.search.candidates, "iterations": preset.search.iterations,
         "candidates": preset.search.candidates, "steps": preset.cascade.full_steps, "train_seeds": preset.search.seeds,
@@ -69,18 +70,19 @@ def runnable(name: str) -> str | None:
     return None
 
 
-def run_one(task: str, name: str, seed: int, over: dict[str, Any], out: Path) -> dict[str, Any]:
+def run_one(task: str, name: str, seed: int, over: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     """One search (resumed, or read back when finished); its run summary for compare."""
-    run_dir = out / name / f"seed{seed}"
+    run_dir = args.out / name / f"seed{seed}"
     config = {
         "seed": seed,
-        "llm": {"mutator": "offline"},
+        "preset": args.preset,
+        "llm": {"mutator": args.mutator},
         "search": {**over["search"], "strategy": name},
         "cascade": over["cascade"],
     }
     start = time.time()
     lj.evolve(task, config, run_dir=run_dir, verbose=False)
-    run = load_run(run_dir)
+    run = {**load_run(run_dir), "name": f"{name}/seed{seed}"}
     s = summarise([run])
     print(f"{name} seed {seed}: best {s['bests'][0]:.3f} after {s['programs'][0]} programs "
           f"({time.time() - start:.0f} s here)", flush=True)  # fmt: skip
@@ -106,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run-seeds", default="0,1,2", help="comma-separated search seeds (--seed of each run)")
     p.add_argument("--out", type=Path, required=True, help="results directory (OUT/<strategy>/seed<k>)")
     p.add_argument("--quick", action="store_true", help="the small budget (see the module docstring)")
+    p.add_argument("--preset", choices=("cpu", "paper"), default="cpu", help="the budget's base (and cascade)")
+    p.add_argument("--mutator", default="offline", help="offline (default), anthropic (needs ANTHROPIC_API_KEY)")
     p.add_argument("--iterations", type=int, default=None)
     p.add_argument("--candidates", type=int, default=None, help="children per iteration (and from scratch)")
     p.add_argument("--steps", type=int, default=None, help="environment steps per program and seed")
@@ -124,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         if why is not None:
             print(f"skipped {name}: not registered in this process ({why})", flush=True)
             continue
-        groups[name] = [run_one(args.task, name, seed, over, args.out) for seed in seeds]
+        groups[name] = [run_one(args.task, name, seed, over, args) for seed in seeds]
     if not groups:
         print("no strategy could run", file=sys.stderr)
         return 2
