@@ -8,9 +8,11 @@ independent) runs once per run seed (``--run-seeds``, default 0,1,2) on the same
 the same budget: the same number of from-scratch programs, iterations and children per
 iteration (so the same number of programs trained), and the same environment steps and
 training seeds per program. A name this process cannot make (no registration, or its
-module is missing) is skipped with a line saying so. Runs go to ``OUT/<strategy>/seed<k>``;
-a run directory that already holds a finished run is read back, not re-run, and an
-interrupted one resumes.
+module is missing) is skipped with a line saying so. A strategy whose batch size is its
+own option (not ``search.candidates``) gets it with ``--option NAME.KEY=VALUE``; the
+tables show the programs each run trained, so an unequal budget is visible. Runs go to
+``OUT/<strategy>/seed<k>``; a run directory that already holds a finished run is read
+back, not re-run, and an interrupted one resumes.
 
 Budgets: the task's CPU preset by default (xland_hard: 3 from scratch, then 5 iterations
 of 3 children, 1M steps x 2 seeds each; ``--preset paper`` for the paper's, with its
@@ -27,6 +29,7 @@ best and its margin over ``independent``.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -77,7 +80,7 @@ def run_one(task: str, name: str, seed: int, over: dict[str, Any], args: argpars
         "seed": seed,
         "preset": args.preset,
         "llm": {"mutator": args.mutator},
-        "search": {**over["search"], "strategy": name},
+        "search": {**over["search"], "strategy": name, "options": args.options.get(name, {})},
         "cascade": over["cascade"],
     }
     start = time.time()
@@ -114,7 +117,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--candidates", type=int, default=None, help="children per iteration (and from scratch)")
     p.add_argument("--steps", type=int, default=None, help="environment steps per program and seed")
     p.add_argument("--train-seeds", type=int, default=None, help="training seeds per program")
+    p.add_argument("--option", action="append", default=[], metavar="STRATEGY.KEY=VALUE",
+                   help="a strategy's option (search.options), e.g. mcts.leaves=3 so that its batch matches "
+                        "--candidates; repeatable")
     args = p.parse_args(argv)
+    args.options = {}
+    for item in args.option:
+        key, sep, value = item.partition("=")
+        name, dot, field = key.partition(".")
+        if not (sep and dot and name and field):
+            p.error(f"--option takes STRATEGY.KEY=VALUE, got {item!r}")
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = value  # a bare string
+        args.options.setdefault(name, {})[field] = parsed
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
     seeds = [int(s) for s in args.run_seeds.split(",") if s.strip()]
     over = budget(args.task, args)

@@ -7,6 +7,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 from limen_jax.compare import load_run, summarise
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "strategies.py"
@@ -64,3 +66,10 @@ def test_strategies_benchmark_runs_each_strategy_per_seed_and_names_the_best(tmp
         before.count('"event": "score"')
     assert capsys.readouterr().out.splitlines()[-1] == lines[-1]
     assert json.loads((tmp_path / "independent" / "seed1" / "config.json").read_text())["seed"] == 1
+
+
+def test_strategies_benchmark_refuses_a_malformed_option_before_running(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        load_script().main(["--out", str(tmp_path), "--option", "mcts_leaves=3"])
+    assert "--option takes STRATEGY.KEY=VALUE, got 'mcts_leaves=3'" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
