@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from limen_jax.modes import strategy_for
+
 
 def load_run(run_dir: str | Path) -> dict[str, Any]:
     """The summary of one run directory: its config, its program records, its spend."""
@@ -56,8 +58,6 @@ def _wall_s(events: Path) -> float | None:
 
 def strategy_name(run: dict[str, Any]) -> str:
     """The strategy a run ran (the baselines' modes name their own)."""
-    from limen_jax.modes import strategy_for
-
     return strategy_for(run["config"]["search"]["mode"], run["config"]["search"]["strategy"])
 
 
