@@ -269,7 +269,7 @@ class XLandHard(XLandTask):
     grid_type = "R4"
     size = 13
     episode_length = 400
-    # cpu preset: about 27 minutes on 2 cores (best 0.87 at 1M steps, docs/evolution.md)
+    # cpu preset: 18 programs of 1M steps x 2 seeds (wall and best over search seeds: docs/evolution.md)
     budgets = {"paper": paper_budget(3_000_000, 5_000_000, 0.01), "cpu": cpu_budget(1_000_000, 5, 3, 0.01)}
     reward_ast_bin_width = 60  # its reference reward has 956 nodes: bin 15 (see XLandMedium)
     goal = TileNearGoal(tile_a=_tile(Tiles.BALL, Colors.GREEN), tile_b=_tile(Tiles.HEX, Colors.YELLOW))

@@ -213,6 +213,43 @@ def medium() -> Catalog:
     return Catalog(prelude, tuple(feats), tuple(terms), required_terms=("goal",), dense_terms=("approach_pyramid",))
 
 
+# Walls split the hard grid into four rooms joined by doors, so the Manhattan distance to
+# a subgoal in another room points into a wall; an author who reads "four rooms" measures
+# distance along the floor instead: a breadth-first relaxation over walkable cells (closed
+# doors count as walkable: one TOGGLE opens them).
+_ROUTE = """
+
+FAR = 60.0  # longer than any path in a 13x13 grid
+
+
+def target_mask(state):
+    # cells of the current subgoal: the hex while carrying the ball, else the dropped ball, else the pyramid
+    grid = state.grid
+    hex_ = (grid[:, :, 0] == ANCHOR[0]) & (grid[:, :, 1] == ANCHOR[1])
+    ball = (grid[:, :, 0] == CARRY[0]) & (grid[:, :, 1] == CARRY[1])
+    pyramid = (grid[:, :, 0] == PYRAMID[0]) & (grid[:, :, 1] == PYRAMID[1])
+    return jnp.where(holds(state, *CARRY) > 0, hex_, jnp.where(jnp.any(ball), ball, pyramid))
+
+
+def route(state):
+    # steps along the floor from the agent to a cell next to the subgoal, and the same for
+    # the four cells around it in egocentric order (ahead, right, back, left)
+    tiles = state.grid[:, :, 0]
+    walkable = (tiles == FLOOR) | (tiles == DOOR_CLOSED) | (tiles == DOOR_OPEN)
+
+    def relax(_, dist):
+        pad = jnp.pad(dist, 1, constant_values=FAR)
+        around = jnp.minimum(jnp.minimum(pad[:-2, 1:-1], pad[2:, 1:-1]), jnp.minimum(pad[1:-1, :-2], pad[1:-1, 2:]))
+        return jnp.where(walkable, jnp.minimum(dist, around + 1.0), dist)
+
+    dist = jax.lax.fori_loop(0, 40, relax, jnp.where(target_mask(state), 0.0, FAR))
+    pad = jnp.pad(dist, 1, constant_values=FAR)
+    y, x = state.agent.position
+    moves = DIRS[(state.agent.direction + jnp.arange(4)) % 4]
+    return dist[y, x], pad[y + 1 + moves[:, 0], x + 1 + moves[:, 1]]
+"""
+
+
 def hard() -> Catalog:
     prelude = (
         _HELPERS
@@ -226,6 +263,7 @@ def hard() -> Catalog:
             "    return jnp.where(holds(state, *CARRY) > 0, h, jnp.where(dropped > 0, b, p))\n"
         )
         + _READY
+        + _ROUTE
     )
     feats = _generic_features({"pyramid": (5, 3), "hex": (11, 5), "purple_ball": (3, 4)}, ("purple_ball",))
     # what an informed author reaches for first: heading, walls ahead, the subgoal's offset
@@ -239,6 +277,13 @@ def hard() -> Catalog:
             prior=6.0,
         ),
         dataclasses.replace(_front_by_anchor("hex"), prior=3.0),
+        Feature(
+            "route",
+            "steps, around = route(state)\n"
+            "f_route = jnp.concatenate([jnp.array([steps / FAR]),"
+            " jax.nn.one_hot(jnp.argmin(around), 4) * (jnp.min(around) < steps)])",
+            prior=6.0,
+        ),
         Feature(
             "front_door",
             "fy = front_yx(state)\n"
@@ -264,6 +309,15 @@ def hard() -> Catalog:
             0.5,
         ),
         Term(
+            "approach_route",
+            "before, _ = route(state)\n"
+            "after, _ = route(next_state)\n"
+            "same_phase = holds(state, *CARRY) == holds(next_state, *CARRY)\n"
+            "t_approach_route = same_phase * (before - after)",
+            0.5,
+            prior=2.0,
+        ),
+        Term(
             "open_door",
             "opened = jnp.sum(next_state.grid[:, :, 0] == DOOR_OPEN) - jnp.sum(state.grid[:, :, 0] == DOOR_OPEN)\n"
             "t_open_door = opened.astype(jnp.float32)",
@@ -277,6 +331,6 @@ def hard() -> Catalog:
         tuple(feats),
         tuple(terms),
         required_terms=("goal",),
-        dense_terms=("approach_target",),
+        dense_terms=("approach_target", "approach_route"),
         seed_features=(2, 3),
     )

@@ -1,21 +1,27 @@
-"""Runs side by side: ``python -m limen_jax.compare RUN_DIR [RUN_DIR ...] [--plot FILE]``.
+"""Runs side by side: ``python -m limen_jax.compare RUN_DIR [RUN_DIR ...] [--plot FILE] [--by-strategy]``.
 
 For ablations (``--mode full | obs_only | reward_only | sparse | independent``) and
 strategy comparisons on the same task and budget: one markdown table (mode, strategy,
 the mutator that actually ran, budget, programs, rejected, first-generation best, best
 with its seeds, LLM calls with failed calls and retries, tokens, spend) and, with
 ``--plot``, every run's best success so far over iterations on one
-figure. Reads the run directories only (config.json, state.json); nothing is retrained.
+figure. With ``--by-strategy``, a second table gives one row per strategy over its runs
+(run seeds): the best success's mean and spread, the first generation's best, the
+programs trained until the best, and the wall time. Reads the run directories only
+(config.json, state.json, events.jsonl); nothing is retrained.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from limen_jax.modes import strategy_for
 
 
 def load_run(run_dir: str | Path) -> dict[str, Any]:
@@ -30,7 +36,79 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
         "spend_usd": float(state.get("spend_usd", 0.0)),
         # the run's ledger (runs older than the ledger have none)
         "usage": state.get("usage") or {},
+        "wall_s": _wall_s(path / "events.jsonl"),
     }
+
+
+def _wall_s(events: Path) -> float | None:
+    """Seconds the run's iterations took (summed over resumes: a run stopped overnight
+    does not count the night), or None without an events log."""
+    if not events.exists():
+        return None
+    total = 0.0
+    for line in events.read_text(encoding="utf-8").splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:  # a line cut by a kill -9
+            continue
+        if event.get("event") == "iteration":
+            total += float(event.get("wall_s") or 0.0)
+    return total
+
+
+def strategy_name(run: dict[str, Any]) -> str:
+    """The strategy a run ran (the baselines' modes name their own)."""
+    return strategy_for(run["config"]["search"]["mode"], run["config"]["search"]["strategy"])
+
+
+def summarise(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One strategy's runs (one per run seed) in numbers: ``bests`` and ``firsts`` (each
+    run's best and first-generation best success; 0.0 for a run with none scored),
+    ``mean`` and ``std`` of the bests (population spread; 0.0 for one run), ``programs``
+    (programs each run trained, rejected ones included), ``to_best`` (the 1-based position
+    of each run's best among its programs: programs trained until the best) and
+    ``wall_s`` (each run's, None where unknown)."""
+    bests, firsts, to_best = [], [], []
+    for run in runs:
+        records = run["records"]
+        best, first = _best(records), _best([r for r in records if r["iteration"] == 0])
+        bests.append(best["success"] if best else 0.0)
+        firsts.append(first["success"] if first else 0.0)
+        to_best.append(records.index(best) + 1 if best else len(records))
+    return {
+        "runs": [run["name"] for run in runs],
+        "bests": bests,
+        "firsts": firsts,
+        "mean": statistics.fmean(bests) if bests else 0.0,
+        "std": statistics.pstdev(bests) if len(bests) > 1 else 0.0,
+        "programs": [len(run["records"]) for run in runs],
+        "to_best": to_best,
+        "wall_s": [run.get("wall_s") for run in runs],
+    }
+
+
+def strategy_table(groups: Mapping[str, Sequence[dict[str, Any]]]) -> str:
+    """A markdown table, one row per strategy over its runs (see :func:`summarise`):
+    runs, budget, programs per run, best success mean +/- spread (each run's), first
+    generation's best (mean), programs until the best (mean), wall per run (mean)."""
+    columns = ["strategy", "runs", "steps x seeds", "programs", "best: mean ± sd (per run)", "first gen",
+               "programs per best", "wall per run"]  # fmt: skip
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for name, runs in groups.items():
+        s, cfg = summarise(runs), runs[0]["config"]
+        walls = [w for w in s["wall_s"] if w is not None]
+        cells = [
+            name,
+            str(len(runs)),
+            f"{cfg['cascade']['full_steps']:,} x {cfg['search']['seeds']}",
+            f"{statistics.fmean(s['programs']):.3g}",
+            f"**{s['mean']:.3f}** ± {s['std']:.3f} ({', '.join(f'{b:.2f}' for b in s['bests'])})",
+            f"{statistics.fmean(s['firsts']):.3f}",
+            f"{statistics.fmean(s['to_best']):.3g}",
+            f"{statistics.fmean(walls) / 60:.1f} min" if walls else "-",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def _mutator(run: dict[str, Any]) -> str:
@@ -116,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m limen_jax.compare", description=about)
     p.add_argument("runs", nargs="+", type=Path, help="run directories")
     p.add_argument("--plot", type=Path, default=None, help="write the best-so-far curves to this image")
+    p.add_argument("--by-strategy", action="store_true",
+                   help="also one row per strategy over its runs: best mean and spread, first generation, "
+                        "programs per best, wall")
     args = p.parse_args(argv)
     plot_ok = args.plot is None or (args.plot.parent.is_dir() and args.plot.suffix.lower() in (".png", ".pdf", ".svg"))
     if not plot_ok:
@@ -129,6 +210,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{run_dir}: not a run directory with a checkpoint ({exc})", file=sys.stderr)
             return 2
     print(table(runs))
+    if args.by_strategy:
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for run in runs:
+            groups.setdefault(strategy_name(run), []).append(run)
+        print()
+        print(strategy_table(groups))
     if args.plot is not None:
         plot(runs, args.plot)
         print(f"plot: {args.plot}")

@@ -61,3 +61,19 @@ def test_compare_refuses_a_plot_it_cannot_write_before_reading_runs(tmp_path, ca
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "--plot needs a .png, .pdf or .svg path in an existing directory" in err
     assert not (tmp_path / "no").exists()
+
+
+def test_compare_by_strategy_gives_mean_spread_first_generation_programs_per_best_and_wall(tmp_path, capsys):
+    a0 = fake_run(tmp_path, "a0", "full", [[0.1, 0.2], [0.6, None], [0.4]])  # best 0.6: 3rd of 5 programs
+    a1 = fake_run(tmp_path, "a1", "full", [[0.3, 0.0], [0.1, 0.2], [0.2]])  # best 0.3: the 1st
+    ind = fake_run(tmp_path, "ind", "independent", [[0.05, 0.1], [None, None], [0.0]])  # best 0.1: the 2nd
+    events = [{"event": "iteration", "iteration": i, "wall_s": w} for i, w in enumerate((30.0, 60.0, 90.0))]
+    (a0 / "events.jsonl").write_text("\n".join(json.dumps(e) for e in events) + "\n{\"event\": \"itera")
+    assert main([str(a0), str(a1), str(ind), "--by-strategy"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[6] == ("| strategy | runs | steps x seeds | programs | best: mean ± sd (per run) | first gen "
+                        "| programs per best | wall per run |")  # fmt: skip
+    # mean (0.6 + 0.3) / 2 = 0.45, population sd 0.15; first generations 0.2 and 0.3;
+    # programs until the best 3 and 1; a0's iterations took 3 min (a1 has no events log)
+    assert lines[8] == "| map_elites | 2 | 1,000,000 x 2 | 5 | **0.450** ± 0.150 (0.60, 0.30) | 0.250 | 2 | 3.0 min |"
+    assert lines[9] == "| independent | 1 | 1,000,000 x 2 | 5 | **0.100** ± 0.000 (0.10) | 0.100 | 2 | - |"

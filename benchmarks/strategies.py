@@ -1,0 +1,162 @@
+"""Search strategies side by side on one task, with the offline mutator, at an equal budget.
+
+    python benchmarks/strategies.py --quick --out runs/strategies          # xland_hard
+    python benchmarks/strategies.py --strategies map_elites,greedy,independent --out runs/strategies-cpu
+
+Every strategy in ``--strategies`` (default: map_elites, eureka, mcts, forge, portfolio,
+independent) runs once per run seed (``--run-seeds``, default 0,1,2) on the same task with
+the same budget: the same number of from-scratch programs, iterations and children per
+iteration (so the same number of programs trained), and the same environment steps and
+training seeds per program. A name this process cannot make (no registration, or its
+module is missing) is skipped with a line saying so. A strategy whose batch size is its
+own option (not ``search.candidates``) gets it with ``--option NAME.KEY=VALUE``; the
+tables show the programs each run trained, so an unequal budget is visible. Runs go to
+``OUT/<strategy>/seed<k>``; a run directory that already holds a finished run is read
+back, not re-run, and an interrupted one resumes.
+
+Budgets: the task's CPU preset by default (xland_hard: 3 from scratch, then 5 iterations
+of 3 children, 1M steps x 2 seeds each; ``--preset paper`` for the paper's, with its
+cascade); ``--quick``: 2 from scratch, then 2 iterations of 2 children, 300k steps x 1
+seed; ``--iterations``, ``--candidates``, ``--steps`` and ``--train-seeds`` override
+either. ``--mutator anthropic`` runs the same comparison with Claude.
+
+It prints the ``limen_jax.compare`` tables (one row per run, then one row per strategy:
+best success mean and spread over run seeds, first-generation best, programs trained
+until the best, wall per run); its last line names the strategy with the highest mean
+best and its margin over ``independent``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import limen_jax as lj
+from limen_jax.compare import load_run, strategy_table, summarise, table
+from limen_jax.config import EvolveConfig
+from limen_jax.search.registry import strategy_class
+
+DEFAULT_STRATEGIES = ("map_elites", "eureka", "mcts", "forge", "portfolio", "independent")
+QUICK = {"initial": 2, "iterations": 2, "candidates": 2, "steps": 300_000, "train_seeds": 1}
+
+
+def budget(task: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The search and cascade overrides every strategy runs with: the task's budget at
+    ``--preset``, or ``QUICK``, then the command line's own numbers."""
+    preset = EvolveConfig.preset_for(task, args.preset)
+    chosen = dict(QUICK) if args.quick else {
+        "initial": preset.search.initial or preset.search.candidates, "iterations": preset.search.iterations,
+        "candidates": preset.search.candidates, "steps": preset.cascade.full_steps, "train_seeds": preset.search.seeds,
+    }  # fmt: skip
+    for key in ("iterations", "candidates", "steps", "train_seeds"):
+        if getattr(args, key) is not None:
+            chosen[key] = getattr(args, key)
+    if args.candidates is not None:
+        chosen["initial"] = args.candidates
+    return {
+        "search": {"initial": chosen["initial"], "iterations": chosen["iterations"],
+                   "candidates": chosen["candidates"], "seeds": chosen["train_seeds"]},
+        "cascade": {"full_steps": chosen["steps"]},
+    }  # fmt: skip
+
+
+def runnable(name: str) -> str | None:
+    """Why this process cannot make strategy ``name``, or None if it can."""
+    try:
+        strategy_class(name)
+    except (ValueError, ImportError, AttributeError) as exc:
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return None
+
+
+def run_one(task: str, name: str, seed: int, over: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """One search (resumed, or read back when finished); its run summary for compare."""
+    run_dir = args.out / name / f"seed{seed}"
+    config = {
+        "seed": seed,
+        "preset": args.preset,
+        "llm": {"mutator": args.mutator},
+        "search": {**over["search"], "strategy": name, "options": args.options.get(name, {})},
+        "cascade": over["cascade"],
+    }
+    start = time.time()
+    lj.evolve(task, config, run_dir=run_dir, verbose=False)
+    run = {**load_run(run_dir), "name": f"{name}/seed{seed}"}
+    s = summarise([run])
+    print(f"{name} seed {seed}: best {s['bests'][0]:.3f} after {s['programs'][0]} programs "
+          f"({time.time() - start:.0f} s here)", flush=True)  # fmt: skip
+    return run
+
+
+def verdict(groups: dict[str, list[dict[str, Any]]]) -> str:
+    """The last line: the strategy with the highest mean best and its margin over independent."""
+    means = {name: summarise(runs)["mean"] for name, runs in groups.items()}
+    best = max(means, key=lambda n: means[n])
+    if "independent" not in means:
+        return f"best: {best} (mean best {means[best]:.3f}); independent did not run, no margin"
+    margin = means[best] - means["independent"]
+    return (f"best: {best} (mean best {means[best]:.3f}), {margin:+.3f} over independent "
+            f"({means['independent']:.3f})")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    about = __doc__.split("\n\n")[0]
+    p = argparse.ArgumentParser(prog="python benchmarks/strategies.py", description=about)
+    p.add_argument("--task", default="xland_hard")
+    p.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES), help="comma-separated strategy names")
+    p.add_argument("--run-seeds", default="0,1,2", help="comma-separated search seeds (--seed of each run)")
+    p.add_argument("--out", type=Path, required=True, help="results directory (OUT/<strategy>/seed<k>)")
+    p.add_argument("--quick", action="store_true", help="the small budget (see the module docstring)")
+    p.add_argument("--preset", choices=("cpu", "paper"), default="cpu", help="the budget's base (and cascade)")
+    p.add_argument("--mutator", default="offline", help="offline (default), anthropic (needs ANTHROPIC_API_KEY)")
+    p.add_argument("--iterations", type=int, default=None)
+    p.add_argument("--candidates", type=int, default=None, help="children per iteration (and from scratch)")
+    p.add_argument("--steps", type=int, default=None, help="environment steps per program and seed")
+    p.add_argument("--train-seeds", type=int, default=None, help="training seeds per program")
+    p.add_argument("--option", action="append", default=[], metavar="STRATEGY.KEY=VALUE",
+                   help="a strategy's option (search.options), e.g. mcts.leaves=3 so that its batch matches "
+                        "--candidates; repeatable")
+    args = p.parse_args(argv)
+    args.options = {}
+    for item in args.option:
+        key, sep, value = item.partition("=")
+        name, dot, field = key.partition(".")
+        if not (sep and dot and name and field):
+            p.error(f"--option takes STRATEGY.KEY=VALUE, got {item!r}")
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = value  # a bare string
+        args.options.setdefault(name, {})[field] = parsed
+    names = [n.strip() for n in args.strategies.split(",") if n.strip()]
+    seeds = [int(s) for s in args.run_seeds.split(",") if s.strip()]
+    over = budget(args.task, args)
+    s = over["search"]
+    print(f"{args.task}: {s['initial']} from scratch + {s['iterations']} x {s['candidates']} programs, "
+          f"{over['cascade']['full_steps']:,} steps x {s['seeds']} seeds each; run seeds {seeds}", flush=True)
+    groups: dict[str, list[dict[str, Any]]] = {}
+    start = time.time()
+    for name in names:
+        why = runnable(name)
+        if why is not None:
+            print(f"skipped {name}: not registered in this process ({why})", flush=True)
+            continue
+        groups[name] = [run_one(args.task, name, seed, over, args) for seed in seeds]
+    if not groups:
+        print("no strategy could run", file=sys.stderr)
+        return 2
+    print(f"\nall runs: {(time.time() - start) / 60:.1f} min\n")
+    print(table([run for runs in groups.values() for run in runs]))
+    print()
+    print(strategy_table(groups))
+    print()
+    print(verdict(groups))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""benchmarks/strategies.py on a tiny budget: two strategies and one unknown name, two run
+seeds each, on xland_easy; its tables and its last line come from the run directories."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from limen_jax.compare import load_run, summarise
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "strategies.py"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("bench_strategies", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_strategies_benchmark_runs_each_strategy_per_seed_and_names_the_best(tmp_path, capsys):
+    bench = load_script()
+    argv = ["--task", "xland_easy", "--strategies", "greedy,no_such_strategy,independent", "--run-seeds", "0,1",
+            "--iterations", "1", "--candidates", "1", "--steps", "20000", "--train-seeds", "1",
+            "--out", str(tmp_path)]  # fmt: skip
+    assert bench.main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "xland_easy: 1 from scratch + 1 x 1 programs, 20,000 steps x 1 seeds each; run seeds [0, 1]"
+    assert any(line.startswith("skipped no_such_strategy: not registered in this process") for line in lines)
+
+    runs = {name: [load_run(tmp_path / name / f"seed{s}") for s in (0, 1)] for name in ("greedy", "independent")}
+    for name, pair in runs.items():
+        for seed, run in zip((0, 1), pair):
+            # the equal budget every strategy gets: 1 from scratch + 1 x 1 child, 20k steps x 1 seed
+            assert (run["config"]["seed"], run["config"]["search"]["strategy"]) == (seed, name)
+            assert run["config"]["cascade"]["full_steps"] == 20_000 and run["config"]["search"]["seeds"] == 1
+            assert len(run["records"]) == 2
+            assert run["wall_s"] > 0
+    # the same run seed gives the same from-scratch first generation to both strategies
+    first = {n: [r["code"] for r in runs[n][0]["records"] if r["iteration"] == 0] for n in runs}
+    assert first["greedy"] == first["independent"]
+
+    # compare's per-run table names each run by strategy and seed
+    for name in runs:
+        for seed in (0, 1):
+            assert any(line.startswith(f"| {name}/seed{seed} | xland_easy | full | {name} | offline | 20,000 x 1 | 2 |")
+                       for line in lines)  # fmt: skip
+    sums = {name: summarise(pair) for name, pair in runs.items()}
+    for name, s in sums.items():
+        row = next(line for line in lines if line.startswith(f"| {name} | 2 | 20,000 x 1 | 2 |"))
+        bests = ", ".join(f"{b:.2f}" for b in s["bests"])
+        assert f"| **{s['mean']:.3f}** ± {s['std']:.3f} ({bests}) |" in row
+        assert s["mean"] == sum(s["bests"]) / 2 and 1 <= min(s["to_best"]) <= max(s["to_best"]) <= 2
+    top = max(sums, key=lambda n: sums[n]["mean"])
+    margin = sums[top]["mean"] - sums["independent"]["mean"]
+    assert lines[-1] == (f"best: {top} (mean best {sums[top]['mean']:.3f}), {margin:+.3f} over independent "
+                         f"({sums['independent']['mean']:.3f})")  # fmt: skip
+
+    # a second call reads the finished runs back instead of training them again
+    before = (tmp_path / "greedy" / "seed0" / "events.jsonl").read_text()
+    assert bench.main(argv) == 0
+    assert (tmp_path / "greedy" / "seed0" / "events.jsonl").read_text().count('"event": "score"') == \
+        before.count('"event": "score"')
+    assert capsys.readouterr().out.splitlines()[-1] == lines[-1]
+    assert json.loads((tmp_path / "independent" / "seed1" / "config.json").read_text())["seed"] == 1
+
+
+def test_strategies_benchmark_refuses_a_malformed_option_before_running(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        load_script().main(["--out", str(tmp_path), "--option", "mcts_leaves=3"])
+    assert "--option takes STRATEGY.KEY=VALUE, got 'mcts_leaves=3'" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
