@@ -29,7 +29,7 @@ from limen_jax.search.faults import describe
 from limen_jax.search.jobs import Budget, EvalBatch, EvalJob
 
 if TYPE_CHECKING:
-    from limen_jax.search.evaluations import JobContext
+    from limen_jax.search.kinds import JobContext
 
 SEED_OFFSET = 700  # rollout seed = seed * 1000 + 700: apart from training (0..) and retrain (500..)
 

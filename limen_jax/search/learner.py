@@ -15,8 +15,8 @@ from typing import Any
 
 import jax
 
-from limen_jax.search.evaluations import PPO
 from limen_jax.search.jobs import EvalBatch, EvalJob
+from limen_jax.search.kinds import PPO
 
 EPISODES = 16
 
