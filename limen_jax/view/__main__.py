@@ -87,10 +87,10 @@ def _serve(args: argparse.Namespace) -> int:
         return _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
     host, port = server.server_address[:2]
     url = f"http://{host!s}:{port}/"
-    print(f"limen_jax view of {args.run_dir}: {url}  (Ctrl-C to stop)", flush=True)
-    if args.open:
-        webbrowser.open(url)
-    try:
+    try:  # from the first line on, Ctrl-C is a clean stop
+        print(f"limen_jax view of {args.run_dir}: {url}  (Ctrl-C to stop)", flush=True)
+        if args.open:
+            webbrowser.open(url)
         server.serve_forever()
     except KeyboardInterrupt:
         pass
