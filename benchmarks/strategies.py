@@ -23,7 +23,8 @@ either. ``--mutator anthropic`` runs the same comparison with Claude.
 It prints the ``limen_jax.compare`` tables (one row per run, then one row per strategy:
 best success mean and spread over run seeds, first-generation best, programs trained
 until the best, wall per run); its last line names the strategy with the highest mean
-best and its margin over ``independent``.
+best and its margin over ``independent`` (or, when that is ``independent``, its margin
+over the best of the others).
 """
 
 from __future__ import annotations
@@ -93,11 +94,17 @@ def run_one(task: str, name: str, seed: int, over: dict[str, Any], args: argpars
 
 
 def verdict(groups: dict[str, list[dict[str, Any]]]) -> str:
-    """The last line: the strategy with the highest mean best and its margin over independent."""
+    """The last line: the strategy with the highest mean best and its margin over independent
+    (when independent is the best, its margin over the best of the others)."""
     means = {name: summarise(runs)["mean"] for name, runs in groups.items()}
     best = max(means, key=lambda n: means[n])
     if "independent" not in means:
         return f"best: {best} (mean best {means[best]:.3f}); independent did not run, no margin"
+    others = [n for n in means if n != "independent"]
+    if best == "independent" and others:  # the baseline wins: by how much over the best of the rest
+        runner = max(others, key=lambda n: means[n])
+        return (f"best: independent (mean best {means[best]:.3f}), {means[best] - means[runner]:+.3f} over the "
+                f"best other strategy, {runner} ({means[runner]:.3f})")  # fmt: skip
     margin = means[best] - means["independent"]
     return (f"best: {best} (mean best {means[best]:.3f}), {margin:+.3f} over independent "
             f"({means['independent']:.3f})")  # fmt: skip

@@ -54,10 +54,12 @@ def test_strategies_benchmark_runs_each_strategy_per_seed_and_names_the_best(tmp
         bests = ", ".join(f"{b:.2f}" for b in s["bests"])
         assert f"| **{s['mean']:.3f}** ± {s['std']:.3f} ({bests}) |" in row
         assert s["mean"] == sum(s["bests"]) / 2 and 1 <= min(s["to_best"]) <= max(s["to_best"]) <= 2
-    top = max(sums, key=lambda n: sums[n]["mean"])
-    margin = sums[top]["mean"] - sums["independent"]["mean"]
-    assert lines[-1] == (f"best: {top} (mean best {sums[top]['mean']:.3f}), {margin:+.3f} over independent "
-                         f"({sums['independent']['mean']:.3f})")  # fmt: skip
+    g, i = sums["greedy"]["mean"], sums["independent"]["mean"]
+    if g >= i:
+        assert lines[-1] == f"best: greedy (mean best {g:.3f}), {g - i:+.3f} over independent ({i:.3f})"
+    else:  # the baseline wins: its margin over the other strategy
+        assert lines[-1] == (f"best: independent (mean best {i:.3f}), {i - g:+.3f} over the best other strategy, "
+                             f"greedy ({g:.3f})")  # fmt: skip
 
     # a second call reads the finished runs back instead of training them again
     before = (tmp_path / "greedy" / "seed0" / "events.jsonl").read_text()
@@ -73,3 +75,16 @@ def test_strategies_benchmark_refuses_a_malformed_option_before_running(tmp_path
         load_script().main(["--out", str(tmp_path), "--option", "mcts_leaves=3"])
     assert "--option takes STRATEGY.KEY=VALUE, got 'mcts_leaves=3'" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def test_the_last_line_names_the_best_and_its_margin_over_independent():
+    bench = load_script()
+
+    def runs(*bests):  # one run per best, its only program scoring it
+        return [{"name": f"r{k}", "records": [{"iteration": 0, "success": b}]} for k, b in enumerate(bests)]
+
+    assert bench.verdict({"map_elites": runs(0.9, 0.7), "independent": runs(0.5, 0.6)}) == \
+        "best: map_elites (mean best 0.800), +0.250 over independent (0.550)"
+    assert bench.verdict({"greedy": runs(0.4), "mcts": runs(0.5), "independent": runs(0.8)}) == \
+        "best: independent (mean best 0.800), +0.300 over the best other strategy, mcts (0.500)"
+    assert bench.verdict({"greedy": runs(0.4)}) == "best: greedy (mean best 0.400); independent did not run, no margin"
