@@ -31,35 +31,50 @@ def best_so_far(records: Sequence[dict[str, Any]]) -> list[float]:
     return out
 
 
+def _candidates(ax: Any, records: Sequence[dict[str, Any]], x: Any) -> list[dict[str, Any]]:
+    """Each record as a dot at ``x(record)`` and its success, rejected ones (success None) as
+    red crosses at 0; returns the scored records."""
+    ok = [r for r in records if r.get("success") is not None]
+    bad = [r for r in records if r.get("success") is None]
+    if ok:
+        ax.scatter([x(r) for r in ok], [r["success"] for r in ok], s=22, alpha=0.6, color="tab:blue",
+                   label="candidate")
+    if bad:
+        ax.scatter([x(r) for r in bad], [0.0] * len(bad), marker="x", color="tab:red", label="rejected / crashed")
+    return ok
+
+
+def _finish_success(fig: Any, ax: Any, xlabel: str, title: str, path: str | Path | None) -> Any:
+    """Integer x ticks, the success axis, legend and title; saved to ``path`` when given."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("success rate")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title(title)
+    ax.legend(loc="lower right", fontsize=8)
+    return _save(fig, path)
+
+
+def _save(fig: Any, path: str | Path | None) -> Any:
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=110)
+        _pyplot().close(fig)
+    return fig
+
+
 def plot_progress(records: Sequence[dict[str, Any]], path: str | Path | None = None, title: str = "") -> Any:
     """Each candidate as a dot at its iteration (crashes as red crosses at 0), and the
     running best success as a step line. ``records``: ProgramRecord dicts."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
-    ok = [r for r in records if r.get("success") is not None]
-    bad = [r for r in records if r.get("success") is None]
-    if ok:
-        ax.scatter([r["iteration"] for r in ok], [r["success"] for r in ok], s=22, alpha=0.6,
-                   color="tab:blue", label="candidate")
-    if bad:
-        ax.scatter([r["iteration"] for r in bad], [0.0] * len(bad), marker="x", color="tab:red",
-                   label="rejected / crashed")
+    _candidates(ax, records, lambda r: r["iteration"])
     if records:
         line = best_so_far(records)
         ax.step(range(len(line)), line, where="post", color="black", label="best so far")
-    from matplotlib.ticker import MaxNLocator
-
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("success rate")
-    ax.set_ylim(-0.05, 1.05)
-    ax.set_title(title or "interface search")
-    ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-    return fig
+    return _finish_success(fig, ax, "iteration", title or "interface search", path)
 
 
 def plot_archive(heatmap: np.ndarray, obs_labels: Sequence[str], ast_labels: Sequence[str],
@@ -84,11 +99,7 @@ def plot_archive(heatmap: np.ndarray, obs_labels: Sequence[str], ast_labels: Seq
             ax.text(i, j, f"{value:.2f}", ha="center", va="center", fontsize=6,
                     color="black" if value > 0.6 else "white")
     fig.colorbar(im, ax=ax, label="success")
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-    return fig
+    return _save(fig, path)
 
 
 def plot_depth(records: Sequence[dict[str, Any]], path: str | Path | None = None, title: str = "") -> Any:
@@ -98,27 +109,9 @@ def plot_depth(records: Sequence[dict[str, Any]], path: str | Path | None = None
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     deep = [r for r in records if isinstance(r.get("metadata", {}).get("depth"), int)]
-    ok = [r for r in deep if r.get("success") is not None]
-    bad = [r for r in deep if r.get("success") is None]
+    ok = _candidates(ax, deep, lambda r: r["metadata"]["depth"])
     if ok:
-        ax.scatter([r["metadata"]["depth"] for r in ok], [r["success"] for r in ok], s=22, alpha=0.6,
-                   color="tab:blue", label="candidate")
         depths = sorted({r["metadata"]["depth"] for r in ok})
         best = [max(r["success"] for r in ok if r["metadata"]["depth"] == d) for d in depths]
         ax.plot(depths, best, color="black", marker="o", label="best at depth")
-    if bad:
-        ax.scatter([r["metadata"]["depth"] for r in bad], [0.0] * len(bad), marker="x", color="tab:red",
-                   label="rejected / crashed")
-    from matplotlib.ticker import MaxNLocator
-
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("lineage depth")
-    ax.set_ylabel("success rate")
-    ax.set_ylim(-0.05, 1.05)
-    ax.set_title(title or "success by lineage depth")
-    ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-    return fig
+    return _finish_success(fig, ax, "lineage depth", title or "success by lineage depth", path)
