@@ -318,7 +318,7 @@ class Loop:
                 nxt = self._prepare(it + 1, None) if self.pipeline and it + 1 < total else None
                 if nxt is not None and nxt.stop is None:
                     self._compile_ahead(nxt.trainable)
-                batches = self._wait(submitted, it)
+                batches = self._wait(submitted)
                 with self._recording():
                     self._finish(it, current, submitted, batches, nxt)
                 it += 1
@@ -497,8 +497,9 @@ class Loop:
             self.rd.log("program", id=r.id, obs_dim=r.obs_dim, reward_ast_size=r.reward_ast_size)
         out = [_Submitted(kind, job, self.evaluator.submit(job), children=cs)
                for kind, cs, job in self._jobs(prepared.trainable)]
-        t0 = self._submitted_at = time.time()
+        t0 = time.time()
         n, seeds, steps = len(prepared.trainable), self.config.search.seeds, self.config.cascade.full_steps
+        self._training = (n, t0)  # what _wait reports as the batch's throughput
         if n:
             it = prepared.iteration
             self.progress.set("train", lambda: self.progress.training_text(it, n, seeds, steps, time.time() - t0))
@@ -543,7 +544,7 @@ class Loop:
             return
         ctx = self._context()
         for kind in dict.fromkeys(r.evaluation for r in asked):
-            if not getattr(evaluation_kind(kind), "trains", True):  # nothing to compile ahead
+            if not _trains(kind):
                 continue
             n = sum(r.evaluation == kind for r in asked)
             prepare(evaluation_kind(kind).job(ctx, self._placeholders(n), {}))
@@ -555,10 +556,10 @@ class Loop:
         prepare = getattr(self.evaluator, "prepare", None)
         if prepare is not None:
             for kind, _, job in self._jobs(children):
-                if getattr(evaluation_kind(kind), "trains", True):
+                if _trains(kind):
                     prepare(job)
 
-    def _wait(self, submitted: list[_Submitted], it: int) -> list[EvalBatch]:
+    def _wait(self, submitted: list[_Submitted]) -> list[EvalBatch]:
         """Every job's results (the live status counts the seconds since they were submitted)."""
         out = []
         try:
@@ -573,9 +574,8 @@ class Loop:
                         raise RunStop("engine", f"the evaluator failed: {describe(exc)}") from exc
         finally:
             self.progress.clear("train")
-        n = sum(len(s.job.interfaces) for s in submitted)
-        self.progress.trained(n, self.config.search.seeds, self.config.cascade.full_steps,
-                              time.time() - self._submitted_at)
+        n, t0 = self._training
+        self.progress.trained(n, self.config.search.seeds, self.config.cascade.full_steps, time.time() - t0)
         return out
 
     def _finish(self, it: int, prepared: Prepared, submitted: list[_Submitted], batches: list[EvalBatch],
@@ -748,6 +748,12 @@ class Loop:
     def _say(self, text: str) -> None:
         if self.verbose:
             print(text, flush=True)
+
+
+def _trains(kind: str) -> bool:
+    """Whether evaluation ``kind`` compiles a trainer (``trains``, default True): the ones
+    that do not (``demos``) have nothing to compile ahead."""
+    return bool(getattr(evaluation_kind(kind), "trains", True))
 
 
 def _brief(record: Any) -> dict[str, Any]:
