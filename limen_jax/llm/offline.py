@@ -29,6 +29,11 @@ COMPONENT_LINE = "Component to write:"  # forge's component prompt names its com
 Edit = tuple[Genome, list[str]]  # a child genome and the edits that made it
 
 
+def reweighted(weight: float, rng: np.random.Generator) -> float:
+    """``weight`` times exp(N(0, 0.5)), to 3 significant digits: every offline reweighting."""
+    return float(f"{weight * float(np.exp(rng.normal(0.0, 0.5))):.3g}")
+
+
 def read_genome(code: str | None) -> Genome | None:
     """The genome written into ``code`` by :func:`render`, or None."""
     match = _GENOME_RE.search(code or "")
@@ -72,6 +77,7 @@ class OfflineMutator:
     """Catalog-driven mutation; deterministic given the request's ``rng_seed``."""
 
     name = "offline"
+    reweighted = staticmethod(reweighted)  # for the strategies' operator modules (offline_rda)
 
     def __init__(self, catalog: Catalog, *, max_ops: int = 2) -> None:
         self.catalog = catalog
@@ -152,7 +158,7 @@ class OfflineMutator:
                 del terms[name]
             else:
                 name = str(rng.choice(sorted(terms)))
-                terms[name] = float(f"{terms[name] * float(np.exp(rng.normal(0.0, 0.5))):.3g}")
+                terms[name] = reweighted(terms[name], rng)
             ops.append(f"{op}:{name}")
         return {"features": sorted(set(features), key=self._order.__getitem__), "terms": terms}, ops
 
@@ -220,7 +226,7 @@ class OfflineMutator:
     def retune(self, parent: Genome | None, others: list[Genome], rng: np.random.Generator) -> Edit:
         """Every term's weight times exp(N(0, 0.5)); the pieces stay."""
         genome = parent or self.random_genome(rng)
-        terms = {n: float(f"{w * float(np.exp(rng.normal(0.0, 0.5))):.3g}") for n, w in genome["terms"].items()}
+        terms = {n: reweighted(w, rng) for n, w in genome["terms"].items()}
         return {**genome, "terms": terms}, [f"reweight:{n}" for n in terms]
 
     def cross(self, parent: Genome | None, others: list[Genome], rng: np.random.Generator) -> Edit:
@@ -268,7 +274,7 @@ class OfflineMutator:
         text = f"Offline edit ({', '.join(ops)}).\n\n```python\n{code}```\n"
         return MutationResponse(text=text, model="offline", metadata={"ops": ops, "genome": genome})
 
-    def component(self, prompt: str, rng: np.random.Generator) -> tuple[Genome, list[str]]:
+    def component(self, prompt: str, rng: np.random.Generator) -> Edit:
         """One planned component (forge): the catalog term named in the prompt's
         "Component to write:" line (drawn by prior when it names none), with the features
         that line names and the required pieces; nothing else."""
@@ -282,7 +288,7 @@ class OfflineMutator:
         return {"features": sorted(feats, key=self._order.__getitem__), "terms": terms}, [f"component:{term}"]
 
     def combine(self, parent: Genome | None, others: list[Genome],
-                rng: np.random.Generator) -> tuple[Genome, list[str]]:
+                rng: np.random.Generator) -> Edit:
         """Forge's engineer: both parents' features and terms (a term both hold keeps the
         mean weight), then one term reweighted, as an engineer balancing the merged terms."""
         if parent is None or not others:
@@ -292,7 +298,7 @@ class OfflineMutator:
         for name in set(parent["terms"]) & set(other["terms"]):
             terms[name] = float(f"{(parent['terms'][name] + other['terms'][name]) / 2:.3g}")
         name = str(rng.choice(sorted(terms)))
-        terms[name] = float(f"{terms[name] * float(np.exp(rng.normal(0.0, 0.5))):.3g}")
+        terms[name] = reweighted(terms[name], rng)
         features = sorted({*parent["features"], *other["features"]}, key=self._order.__getitem__)
         return {"features": features, "terms": terms}, ["combine", f"reweight:{name}"]
 

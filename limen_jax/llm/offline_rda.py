@@ -74,5 +74,5 @@ def rewrite_genome(mutator: Any, parent: dict[str, Any] | None,
     """Every term of ``parent`` reweighted by a log-normal factor (sigma 0.5), names kept."""
     if parent is None:
         return initial_genome(mutator, rng)
-    terms = {n: float(f"{w * float(np.exp(rng.normal(0.0, 0.5))):.3g}") for n, w in parent["terms"].items()}
+    terms = {n: mutator.reweighted(w, rng) for n, w in parent["terms"].items()}
     return {**parent, "terms": terms, "named": True}, ["rda_rewrite"]
