@@ -4,21 +4,23 @@
     python benchmarks/strategies.py --strategies map_elites,greedy,independent --out runs/strategies-cpu
 
 Every strategy in ``--strategies`` (default: map_elites, eureka, mcts, forge, portfolio,
-independent) runs once per run seed (``--run-seeds``, default 0,1,2) on the same task with
-the same budget: the same number of from-scratch programs, iterations and children per
-iteration (so the same number of programs trained), and the same environment steps and
-training seeds per program. A name this process cannot make (no registration, or its
-module is missing) is skipped with a line saying so. A strategy whose batch size is its
-own option (not ``search.candidates``) gets it with ``--option NAME.KEY=VALUE``; the
-tables show the programs each run trained, so an unequal budget is visible. Runs go to
-``OUT/<strategy>/seed<k>``; a run directory that already holds a finished run is read
+independent) runs once per run seed (``--run-seeds``, default 0,1,2) on the same task at
+the same budget of programs (``search.programs``: a run finishes after the batch that
+reaches it; only each run's first that many programs count in the tables, so a batch that
+went past the budget gains nothing) and the same environment steps and training seeds per
+program. A strategy's own stopping rule may end it sooner (forge's); the tables show the
+programs each run made. A name this process cannot make (no registration, or its module
+is missing) is skipped with a line saying so. The options a paper sizes by the budget are
+set from it (mcts: ``budget`` = the programs, ``first_level`` = the first generation's size;
+forge: ``components`` = that size); ``--option NAME.KEY=VALUE`` sets any option. Runs go
+to ``OUT/<strategy>/seed<k>``; a run directory that already holds a finished run is read
 back, not re-run, and an interrupted one resumes.
 
-Budgets: the task's CPU preset by default (xland_hard: 3 from scratch, then 5 iterations
-of 3 children, 1M steps x 2 seeds each; ``--preset paper`` for the paper's, with its
-cascade); ``--quick``: 2 from scratch, then 2 iterations of 2 children, 300k steps x 1
-seed; ``--iterations``, ``--candidates``, ``--steps`` and ``--train-seeds`` override
-either. ``--mutator anthropic`` runs the same comparison with Claude.
+Budgets: the task's CPU preset by default (xland_hard: 3 from scratch + 5 x 3 = 18
+programs, 1M steps x 2 seeds each; ``--preset paper`` for the paper's, with its cascade);
+``--quick``: 9 programs (3 from scratch, batches of 3), 300k steps x 1 seed;
+``--programs``, ``--candidates``, ``--steps`` and ``--train-seeds`` override either.
+``--mutator anthropic`` runs the same comparison with Claude.
 
 It prints the ``limen_jax.compare`` tables (one row per run, then one row per strategy:
 best success mean and spread over run seeds, first-generation best, programs trained
@@ -42,27 +44,43 @@ from limen_jax.config import EvolveConfig
 from limen_jax.search.registry import strategy_class
 
 DEFAULT_STRATEGIES = ("map_elites", "eureka", "mcts", "forge", "portfolio", "independent")
-QUICK = {"initial": 2, "iterations": 2, "candidates": 2, "steps": 300_000, "train_seeds": 1}
+QUICK = {"initial": 3, "candidates": 3, "programs": 9, "steps": 300_000, "train_seeds": 1}
 
 
 def budget(task: str, args: argparse.Namespace) -> dict[str, Any]:
     """The search and cascade overrides every strategy runs with: the task's budget at
-    ``--preset``, or ``QUICK``, then the command line's own numbers."""
+    ``--preset``, or ``QUICK``, then the command line's own numbers. The budget is one of
+    programs (``search.programs``); iterations are left ample (twice the programs: a
+    strategy may spend a batch on text alone, as mcts's verification does), so that the
+    program budget, or a strategy's own stopping rule, ends each run."""
     preset = EvolveConfig.preset_for(task, args.preset)
+    initial = preset.search.initial or preset.search.candidates
     chosen = dict(QUICK) if args.quick else {
-        "initial": preset.search.initial or preset.search.candidates, "iterations": preset.search.iterations,
-        "candidates": preset.search.candidates, "steps": preset.cascade.full_steps, "train_seeds": preset.search.seeds,
+        "initial": initial, "candidates": preset.search.candidates,
+        "programs": initial + preset.search.iterations * preset.search.candidates,
+        "steps": preset.cascade.full_steps, "train_seeds": preset.search.seeds,
     }  # fmt: skip
-    for key in ("iterations", "candidates", "steps", "train_seeds"):
+    for key in ("programs", "candidates", "steps", "train_seeds"):
         if getattr(args, key) is not None:
             chosen[key] = getattr(args, key)
     if args.candidates is not None:
         chosen["initial"] = args.candidates
     return {
-        "search": {"initial": chosen["initial"], "iterations": chosen["iterations"],
+        "search": {"initial": chosen["initial"], "iterations": 2 * chosen["programs"], "programs": chosen["programs"],
                    "candidates": chosen["candidates"], "seeds": chosen["train_seeds"]},
         "cascade": {"full_steps": chosen["steps"]},
     }  # fmt: skip
+
+
+def budget_options(name: str, search: dict[str, Any]) -> dict[str, Any]:
+    """A strategy's options that its paper sizes by the budget, set from this one (``--option``
+    overrides them): mcts's λ schedule runs over the program budget and its first level is
+    as wide as the others' first generation; forge codes as many components as that."""
+    if name == "mcts":
+        return {"budget": search["programs"], "first_level": search["initial"]}
+    if name == "forge":
+        return {"components": search["initial"]}
+    return {}
 
 
 def runnable(name: str) -> str | None:
@@ -81,22 +99,23 @@ def run_one(task: str, name: str, seed: int, over: dict[str, Any], args: argpars
         "seed": seed,
         "preset": args.preset,
         "llm": {"mutator": args.mutator},
-        "search": {**over["search"], "strategy": name, "options": args.options.get(name, {})},
+        "search": {**over["search"], "strategy": name,
+                   "options": {**budget_options(name, over["search"]), **args.options.get(name, {})}},
         "cascade": over["cascade"],
     }
     start = time.time()
     lj.evolve(task, config, run_dir=run_dir, verbose=False)
     run = {**load_run(run_dir), "name": f"{name}/seed{seed}"}
-    s = summarise([run])
+    s = summarise([run], args.budget)
     print(f"{name} seed {seed}: best {s['bests'][0]:.3f} after {s['programs'][0]} programs "
           f"({time.time() - start:.0f} s here)", flush=True)  # fmt: skip
     return run
 
 
-def verdict(groups: dict[str, list[dict[str, Any]]]) -> str:
+def verdict(groups: dict[str, list[dict[str, Any]]], programs: int | None = None) -> str:
     """The last line: the strategy with the highest mean best and its margin over independent
     (when independent is the best, its margin over the best of the others)."""
-    means = {name: summarise(runs)["mean"] for name, runs in groups.items()}
+    means = {name: summarise(runs, programs)["mean"] for name, runs in groups.items()}
     best = max(means, key=lambda n: means[n])
     if "independent" not in means:
         return f"best: {best} (mean best {means[best]:.3f}); independent did not run, no margin"
@@ -120,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="the small budget (see the module docstring)")
     p.add_argument("--preset", choices=("cpu", "paper"), default="cpu", help="the budget's base (and cascade)")
     p.add_argument("--mutator", default="offline", help="offline (default), anthropic (needs ANTHROPIC_API_KEY)")
-    p.add_argument("--iterations", type=int, default=None)
+    p.add_argument("--programs", type=int, default=None, help="the budget: programs per run")
     p.add_argument("--candidates", type=int, default=None, help="children per iteration (and from scratch)")
     p.add_argument("--steps", type=int, default=None, help="environment steps per program and seed")
     p.add_argument("--train-seeds", type=int, default=None, help="training seeds per program")
@@ -143,8 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     seeds = [int(s) for s in args.run_seeds.split(",") if s.strip()]
     over = budget(args.task, args)
     s = over["search"]
-    print(f"{args.task}: {s['initial']} from scratch + {s['iterations']} x {s['candidates']} programs, "
-          f"{over['cascade']['full_steps']:,} steps x {s['seeds']} seeds each; run seeds {seeds}", flush=True)
+    args.budget = s["programs"]
+    print(f"{args.task}: {s['programs']} programs per run ({s['initial']} from scratch, then batches of "
+          f"{s['candidates']} where the strategy takes search.candidates), {over['cascade']['full_steps']:,} steps x "
+          f"{s['seeds']} seeds each; run seeds {seeds}", flush=True)
     groups: dict[str, list[dict[str, Any]]] = {}
     start = time.time()
     for name in names:
@@ -159,9 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nall runs: {(time.time() - start) / 60:.1f} min\n")
     print(table([run for runs in groups.values() for run in runs]))
     print()
-    print(strategy_table(groups))
+    print(strategy_table(groups, args.budget))
     print()
-    print(verdict(groups))
+    print(verdict(groups, args.budget))
     return 0
 
 

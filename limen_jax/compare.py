@@ -61,16 +61,21 @@ def strategy_name(run: dict[str, Any]) -> str:
     return strategy_for(run["config"]["search"]["mode"], run["config"]["search"]["strategy"])
 
 
-def summarise(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def summarise(runs: Sequence[dict[str, Any]], programs: int | None = None) -> dict[str, Any]:
     """One strategy's runs (one per run seed) in numbers: ``bests`` and ``firsts`` (each
     run's best and first-generation best success; 0.0 for a run with none scored),
     ``mean`` and ``std`` of the bests (population spread; 0.0 for one run), ``programs``
     (programs each run trained, rejected ones included), ``to_best`` (the 1-based position
     of each run's best among its programs: programs trained until the best) and
-    ``wall_s`` (each run's, None where unknown)."""
-    bests, firsts, to_best = [], [], []
+    ``wall_s`` (each run's, None where unknown).
+
+    ``programs``: an equal budget -- only each run's first this many programs (in the order
+    they were made) count, so that a run whose last batch went past the budget gains nothing
+    from it."""
+    bests, firsts, to_best, counts = [], [], [], []
     for run in runs:
-        records = run["records"]
+        records = run["records"][:programs]
+        counts.append(len(records))
         best, first = _best(records), _best([r for r in records if r["iteration"] == 0])
         bests.append(best["success"] if best else 0.0)
         firsts.append(first["success"] if first else 0.0)
@@ -81,21 +86,22 @@ def summarise(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "firsts": firsts,
         "mean": statistics.fmean(bests) if bests else 0.0,
         "std": statistics.pstdev(bests) if len(bests) > 1 else 0.0,
-        "programs": [len(run["records"]) for run in runs],
+        "programs": counts,
         "to_best": to_best,
         "wall_s": [run.get("wall_s") for run in runs],
     }
 
 
-def strategy_table(groups: Mapping[str, Sequence[dict[str, Any]]]) -> str:
-    """A markdown table, one row per strategy over its runs (see :func:`summarise`):
-    runs, budget, programs per run, best success mean +/- spread (each run's), first
-    generation's best (mean), programs until the best (mean), wall per run (mean)."""
+def strategy_table(groups: Mapping[str, Sequence[dict[str, Any]]], programs: int | None = None) -> str:
+    """A markdown table, one row per strategy over its runs (see :func:`summarise`, which
+    ``programs`` cuts to an equal budget): runs, budget, programs per run, best success
+    mean +/- spread (each run's), first generation's best (mean), programs until the best
+    (mean), wall per run (mean)."""
     columns = ["strategy", "runs", "steps x seeds", "programs", "best: mean ± sd (per run)", "first gen",
                "programs per best", "wall per run"]  # fmt: skip
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for name, runs in groups.items():
-        s, cfg = summarise(runs), runs[0]["config"]
+        s, cfg = summarise(runs, programs), runs[0]["config"]
         walls = [w for w in s["wall_s"] if w is not None]
         cells = [
             name,

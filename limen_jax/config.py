@@ -23,12 +23,16 @@ T = TypeVar("T")
 class SearchConfig:
     """iterations: LLM rounds after the first generation; candidates: children per
     iteration (trained together in one compiled batch); seeds: seeds per full run;
-    initial: from-scratch candidates in the first generation (default: ``candidates``)."""
+    initial: from-scratch candidates in the first generation (default: ``candidates``);
+    programs: a budget of programs (None: none) -- the run finishes after the batch that
+    brings its programs (trained or rejected) to this many, whatever ``iterations`` says,
+    so that strategies whose batches differ in size can be held to one budget."""
 
     iterations: int = 30
     candidates: int = 1
     seeds: int = 3
     initial: int | None = None
+    programs: int | None = None
     mode: Mode = "full"
     # a registered strategy (entry-point group limen_jax.strategies) and its options (the
     # fields of its Options dataclass, checked when the config is built)
@@ -62,6 +66,8 @@ class SearchConfig:
             raise ValueError(f"pipeline must be auto, on or off, got {self.pipeline!r}")
         if self.candidates < 1 or self.seeds < 1 or self.iterations < 0:
             raise ValueError("candidates and seeds must be >= 1 and iterations >= 0")
+        if self.programs is not None and self.programs < 1:
+            raise ValueError(f"search.programs (a budget of programs) must be >= 1, got {self.programs}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -125,6 +125,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", choices=["cpu", "paper"], default="cpu", help="budgets (default: cpu)")
     p.add_argument("--iterations", type=int, help="iterations after the first generation")
     p.add_argument("--candidates", type=int, help="children per iteration, trained together")
+    p.add_argument("--programs", type=int, metavar="N",
+                   help="a budget of programs: finish after the batch that brings the run to N programs "
+                        "(trained or rejected), whatever --iterations says; holds strategies with different "
+                        "batch sizes to one budget")
     p.add_argument("--seeds", type=int, help="seeds of the full training run")
     p.add_argument("--mode", choices=MODES)
     p.add_argument("--strategy", help="search strategy: map_elites (default, LIMEN), eureka, mcts (RF-Agent), "
@@ -157,7 +161,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="run seed (default 0)")
     p.add_argument("--run-dir", help="where to write the run (default runs/<task>-<mode>-<time>)")
     p.add_argument("--resume", metavar="RUN_DIR",
-                   help="continue the run in RUN_DIR; --iterations, --max-cost, --model, --llm-timeout, "
+                   help="continue the run in RUN_DIR; --iterations, --programs, --max-cost, --model, --llm-timeout, "
                         "--max-tokens, --max-retries and --concurrency may change, other flags are refused")
     p.add_argument("--keep-policies", choices=["all", "best", "none"],
                    help="trained policies kept in RUN_DIR/policies (default best: the best program of each batch); "
@@ -191,9 +195,9 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     def given(pairs: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
         return {k: v for k, v in pairs if v is not None}
 
-    search = given((("iterations", args.iterations), ("candidates", args.candidates), ("seeds", args.seeds),
-                    ("mode", args.mode), ("strategy", args.strategy), ("pipeline", args.pipeline),
-                    ("prescreen", args.prescreen), ("demos", args.demos)))
+    search = given((("iterations", args.iterations), ("programs", args.programs), ("candidates", args.candidates),
+                    ("seeds", args.seeds), ("mode", args.mode), ("strategy", args.strategy),
+                    ("pipeline", args.pipeline), ("prescreen", args.prescreen), ("demos", args.demos)))
     if args.fitness is not None:
         search["options"] = {"fitness": args.fitness}
     cascade = given((("short_steps", args.short_steps), ("full_steps", args.full_steps)))

@@ -49,7 +49,7 @@ from limen_jax.search.requests import (
 
 # Config keys a resumed run may change (the rest define the run and are refused).
 RESUMABLE = frozenset({
-    "search.iterations", "llm.max_cost_usd", "llm.model", "llm.temperature", "llm.timeout_s",
+    "search.iterations", "search.programs", "llm.max_cost_usd", "llm.model", "llm.temperature", "llm.timeout_s",
     "llm.max_tokens", "llm.max_retries", "llm.concurrency",
 })  # fmt: skip
 _WAIT_SLICE_S = 1.0
@@ -305,8 +305,8 @@ class Loop:
             self.mutator_name = self.rd.read_json("state.json").get("usage", {}).get("mutator", self.mutator_name)
         try:
             it = start
-            # a resumed run that its strategy had already stopped early stays stopped
-            reason = self.strategy.done(self._view(it)) if 0 < it < total else None
+            # a resumed run that its strategy (or its program budget) had already stopped stays stopped
+            reason = self._done(it) if 0 < it < total else None
             if reason:
                 stopped = f"finished early: {reason}"
             current = self._first(it) if it < total and not reason else None
@@ -324,7 +324,7 @@ class Loop:
                 it += 1
                 if it >= total:
                     break
-                reason = self.strategy.done(self._view(it))
+                reason = self._done(it)
                 if reason:
                     stopped = f"finished early: {reason}"
                     break
@@ -400,6 +400,13 @@ class Loop:
         return SearchView(self.archive, self.task, self.program_mode, it, n, self.config.prompt,
                           budget_text(self.config.cascade.full_steps, search.seeds), limits.max_obs_dim,
                           limits.max_work_vs_step, demos=self._demo_set)  # fmt: skip
+
+    def _done(self, it: int) -> str | None:
+        """Why the run stops before batch ``it``: its program budget spent, or its strategy's own rule."""
+        budget = self.config.search.programs
+        if budget is not None and len(self.store) >= budget:
+            return f"program budget of {budget} reached ({len(self.store)} programs)"
+        return self.strategy.done(self._view(it))
 
     def _propose(self, it: int) -> list[Request]:
         return list(self.strategy.propose(self._view(it), np.random.default_rng([self.config.seed, it])))

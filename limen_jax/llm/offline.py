@@ -276,14 +276,17 @@ class OfflineMutator:
 
     def component(self, prompt: str, rng: np.random.Generator) -> Edit:
         """One planned component (forge): the catalog term named in the prompt's
-        "Component to write:" line (drawn by prior when it names none), with the features
-        that line names and the required pieces; nothing else."""
+        "Component to write:" line (drawn by prior when it names none) and the required
+        terms; as observation, the features that line names, the required ones and a
+        from-scratch draw (an engineer writing one reward term still writes a whole
+        observation, and the term may need features the plan did not name)."""
         cat = self.catalog
         line = next((x for x in prompt.splitlines() if x.startswith(COMPONENT_LINE)), "")
         named = re.findall(r"`(\w+)`", line)
         term = next((n for n in named if n in {t.name for t in cat.terms}), None)
         term = term or self._draw(rng, [t.name for t in cat.terms], 1, "t")[0]
-        feats = {*cat.required_features, *(n for n in named if n in self._order)} or {cat.features[0].name}
+        drawn = self.random_genome(rng)["features"]
+        feats = {*cat.required_features, *(n for n in named if n in self._order), *drawn}
         terms = {name: cat.term(name).weight for name in (*cat.required_terms, term)}
         return {"features": sorted(feats, key=self._order.__getitem__), "terms": terms}, [f"component:{term}"]
 

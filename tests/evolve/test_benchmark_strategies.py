@@ -1,5 +1,6 @@
 """benchmarks/strategies.py on a tiny budget: two strategies and one unknown name, two run
-seeds each, on xland_easy; its tables and its last line come from the run directories."""
+seeds each, on xland_easy; its tables and its last line come from the run directories, cut
+to the budget of programs."""
 
 from __future__ import annotations
 
@@ -24,20 +25,23 @@ def load_script():
 def test_strategies_benchmark_runs_each_strategy_per_seed_and_names_the_best(tmp_path, capsys):
     bench = load_script()
     argv = ["--task", "xland_easy", "--strategies", "greedy,no_such_strategy,independent", "--run-seeds", "0,1",
-            "--iterations", "1", "--candidates", "1", "--steps", "20000", "--train-seeds", "1",
+            "--programs", "3", "--candidates", "2", "--steps", "20000", "--train-seeds", "1",
             "--out", str(tmp_path)]  # fmt: skip
     assert bench.main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "xland_easy: 1 from scratch + 1 x 1 programs, 20,000 steps x 1 seeds each; run seeds [0, 1]"
+    assert lines[0] == ("xland_easy: 3 programs per run (2 from scratch, then batches of 2 where the strategy takes "
+                        "search.candidates), 20,000 steps x 1 seeds each; run seeds [0, 1]")
     assert any(line.startswith("skipped no_such_strategy: not registered in this process") for line in lines)
 
     runs = {name: [load_run(tmp_path / name / f"seed{s}") for s in (0, 1)] for name in ("greedy", "independent")}
     for name, pair in runs.items():
         for seed, run in zip((0, 1), pair):
-            # the equal budget every strategy gets: 1 from scratch + 1 x 1 child, 20k steps x 1 seed
+            # the equal budget every strategy gets: 3 programs, 20k steps x 1 seed; the second batch of
+            # 2 went past it (4 programs), so the run stopped there, with iterations to spare
             assert (run["config"]["seed"], run["config"]["search"]["strategy"]) == (seed, name)
             assert run["config"]["cascade"]["full_steps"] == 20_000 and run["config"]["search"]["seeds"] == 1
-            assert len(run["records"]) == 2
+            assert run["config"]["search"]["programs"] == 3 and run["config"]["search"]["iterations"] == 6
+            assert len(run["records"]) == 4 and max(r["iteration"] for r in run["records"]) == 1
             assert run["wall_s"] > 0
     # the same run seed gives the same from-scratch first generation to both strategies
     first = {n: [r["code"] for r in runs[n][0]["records"] if r["iteration"] == 0] for n in runs}
@@ -46,14 +50,18 @@ def test_strategies_benchmark_runs_each_strategy_per_seed_and_names_the_best(tmp
     # compare's per-run table names each run by strategy and seed
     for name in runs:
         for seed in (0, 1):
-            assert any(line.startswith(f"| {name}/seed{seed} | xland_easy | full | {name} | offline | 20,000 x 1 | 2 |")
+            assert any(line.startswith(f"| {name}/seed{seed} | xland_easy | full | {name} | offline | 20,000 x 1 | 4 |")
                        for line in lines)  # fmt: skip
-    sums = {name: summarise(pair) for name, pair in runs.items()}
+    # the strategy rows count only the first 3 programs of each run
+    sums = {name: summarise(pair, 3) for name, pair in runs.items()}
     for name, s in sums.items():
-        row = next(line for line in lines if line.startswith(f"| {name} | 2 | 20,000 x 1 | 2 |"))
+        assert s["programs"] == [3, 3]
+        cut = [max(r["success"] or 0.0 for r in run["records"][:3]) for run in runs[name]]
+        assert s["bests"] == cut
+        row = next(line for line in lines if line.startswith(f"| {name} | 2 | 20,000 x 1 | 3 |"))
         bests = ", ".join(f"{b:.2f}" for b in s["bests"])
         assert f"| **{s['mean']:.3f}** ± {s['std']:.3f} ({bests}) |" in row
-        assert s["mean"] == sum(s["bests"]) / 2 and 1 <= min(s["to_best"]) <= max(s["to_best"]) <= 2
+        assert s["mean"] == sum(s["bests"]) / 2 and 1 <= min(s["to_best"]) <= max(s["to_best"]) <= 3
     g, i = sums["greedy"]["mean"], sums["independent"]["mean"]
     if g >= i:
         assert lines[-1] == f"best: greedy (mean best {g:.3f}), {g - i:+.3f} over independent ({i:.3f})"

@@ -138,7 +138,11 @@ def test_the_offline_planner_and_engineer_write_single_components_and_their_unio
     prompt = ("## Environment\ncorridor `goal`\n\n"
               "Component to write: reward term `approach` with observation feature `side`\n")
     answer = mutator.propose(MutationRequest("s", prompt, "toy_corridor", operator="component", rng_seed=3))
-    assert read_genome(answer.text) == {"features": ["side"], "terms": {"goal": 1.0, "approach": 0.1}}
+    genome = read_genome(answer.text)
+    # one term (and the required goal); as observation the named feature and a from-scratch draw
+    drawn = mutator.random_genome(np.random.default_rng(3))["features"]
+    assert genome["terms"] == {"goal": 1.0, "approach": 0.1}
+    assert set(genome["features"]) == {"side", *drawn} and len(drawn) >= 1
     a = {"features": ["pos"], "terms": {"goal": 1.0, "approach": 0.1}}
     b = {"features": ["goal", "pos"], "terms": {"goal": 3.0, "step_cost": 0.01}}
     child, ops = mutator.combine(a, [b], np.random.default_rng(0))
