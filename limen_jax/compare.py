@@ -7,7 +7,8 @@ with its seeds, LLM calls with failed calls and retries, tokens, spend) and, wit
 ``--plot``, every run's best success so far over iterations on one
 figure. With ``--by-strategy``, a second table gives one row per strategy over its runs
 (run seeds): the best success's mean and spread, the first generation's best, the
-programs trained until the best, and the wall time. Reads the run directories only
+programs trained until the best, and the wall time; runs held to one budget of programs
+(``search.programs``) are cut to it, or to ``--programs N``. Reads the run directories only
 (config.json, state.json, events.jsonl); nothing is retrained.
 """
 
@@ -203,7 +204,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--by-strategy", action="store_true",
                    help="also one row per strategy over its runs: best mean and spread, first generation, "
                         "programs per best, wall")
+    p.add_argument("--programs", type=int, metavar="N",
+                   help="with --by-strategy: count only each run's first N programs (default: the runs' own "
+                        "search.programs budget when they all share one)")
     args = p.parse_args(argv)
+    if args.programs is not None and args.programs < 1:
+        print(f"--programs must be >= 1, got {args.programs}", file=sys.stderr)
+        return 2
     plot_ok = args.plot is None or (args.plot.parent.is_dir() and args.plot.suffix.lower() in (".png", ".pdf", ".svg"))
     if not plot_ok:
         print(f"--plot needs a .png, .pdf or .svg path in an existing directory, got {args.plot}", file=sys.stderr)
@@ -220,8 +227,12 @@ def main(argv: list[str] | None = None) -> int:
         groups: dict[str, list[dict[str, Any]]] = {}
         for run in runs:
             groups.setdefault(strategy_name(run), []).append(run)
+        budgets = {run["config"]["search"].get("programs") for run in runs}
+        cut = args.programs if args.programs is not None else (budgets.pop() if len(budgets) == 1 else None)
         print()
-        print(strategy_table(groups))
+        print(strategy_table(groups, cut))
+        if cut is not None:
+            print(f"(the first {cut} programs of each run)")
     if args.plot is not None:
         plot(runs, args.plot)
         print(f"plot: {args.plot}")

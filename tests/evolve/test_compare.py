@@ -77,3 +77,22 @@ def test_compare_by_strategy_gives_mean_spread_first_generation_programs_per_bes
     # programs until the best 3 and 1; a0's iterations took 3 min (a1 has no events log)
     assert lines[8] == "| map_elites | 2 | 1,000,000 x 2 | 5 | **0.450** ± 0.150 (0.60, 0.30) | 0.250 | 2 | 3.0 min |"
     assert lines[9] == "| independent | 1 | 1,000,000 x 2 | 5 | **0.100** ± 0.000 (0.10) | 0.100 | 2 | - |"
+
+
+def test_compare_by_strategy_cuts_runs_to_their_shared_program_budget_or_to_programs_n(tmp_path, capsys):
+    a0 = fake_run(tmp_path, "a0", "full", [[0.1, 0.2], [0.6, None], [0.4]])  # 0.6 is the 3rd program
+    a1 = fake_run(tmp_path, "a1", "full", [[0.3, 0.0], [0.1, 0.2], [0.9]])  # 0.9 is the 5th
+    for run in (a0, a1):  # both held to a budget of 4 programs
+        cfg = json.loads((run / "config.json").read_text())
+        cfg["search"]["programs"] = 4
+        (run / "config.json").write_text(json.dumps(cfg))
+    assert main([str(a0), str(a1), "--by-strategy"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    # first 4 programs: a0's best 0.6 (3rd), a1's 0.3 (1st, its 0.9 came past the budget)
+    assert out[-2] == "| map_elites | 2 | 1,000,000 x 2 | 4 | **0.450** ± 0.150 (0.60, 0.30) | 0.250 | 2 | - |"
+    assert out[-1] == "(the first 4 programs of each run)"
+    assert main([str(a0), str(a1), "--by-strategy", "--programs", "5"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2] == "| map_elites | 2 | 1,000,000 x 2 | 5 | **0.750** ± 0.150 (0.60, 0.90) | 0.250 | 4 | - |"
+    assert main([str(a0), "--by-strategy", "--programs", "0"]) == 2
+    assert capsys.readouterr().err == "--programs must be >= 1, got 0\n"
