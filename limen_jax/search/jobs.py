@@ -8,6 +8,7 @@ comes out. A cluster evaluator ships these between processes.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -86,3 +87,39 @@ def updates_of(job: EvalJob) -> int:
     b, cfg = job.budget, job.config
     full = cfg.num_updates(b.full_steps)
     return full + (min(cfg.num_updates(b.short_steps), full) if b.short_steps < b.full_steps else 0)
+
+
+def split_job(job: EvalJob, parts: int) -> list[EvalJob]:
+    """``job`` as at most ``parts`` jobs of contiguous interfaces, as even as they divide
+    (the first ones one larger), each padded to its share of ``pad_to`` so that compiled
+    shapes still repeat from batch to batch. For kinds whose interfaces train apart (a
+    slot's randomness comes from its seed alone), so the parts' results, in order, are the
+    whole job's."""
+    n = max(1, min(parts, len(job.interfaces)))
+    size, extra = divmod(len(job.interfaces), n)
+    pad = None if job.pad_to is None else math.ceil(job.pad_to / n)
+    out, start = [], 0
+    for i in range(n):
+        end = start + size + (i < extra)
+        out.append(dataclasses.replace(job, interfaces=list(job.interfaces[start:end]), pad_to=pad))
+        start = end
+    return out
+
+
+def merge_batches(batches: Sequence[EvalBatch]) -> EvalBatch:
+    """The parts of a split job (:func:`split_job`) as one answer: results in order, the
+    parts' batch errors joined, and the times of the slowest part (they ran side by side)."""
+
+    def most(values: list[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return max(known) if known else None
+
+    errors = [b.batch_error for b in batches if b.batch_error]
+    return EvalBatch(
+        results=[r for b in batches for r in b.results],
+        batch_error="; ".join(errors) if errors else None,
+        wall_s=max(b.wall_s for b in batches),
+        finished_at=max(b.finished_at for b in batches),
+        compile_s=most([b.compile_s for b in batches]),
+        eval_s=most([b.eval_s for b in batches]),
+    )

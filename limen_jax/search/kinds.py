@@ -53,6 +53,9 @@ class PPO:
     """The cascade; the result becomes the record's fitness, curves and feedback."""
 
     name = "ppo"
+    # its interfaces train apart (each slot's randomness is its seed's), so an evaluator may
+    # split one job over several workers and join the answers (limen_jax.search.jobs.split_job)
+    splits = True
 
     def job(self, ctx: JobContext, interfaces: list[Any], options: dict[str, Any]) -> EvalJob:
         b = ctx.budget

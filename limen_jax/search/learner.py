@@ -34,6 +34,7 @@ class LearnerResult:
 
 class LearnerEvaluation(PPO):
     name = "learner"
+    splits = False  # a rollout's key is its interface's index in the job
 
     def job(self, ctx: Any, interfaces: list[Any], options: dict[str, Any]) -> EvalJob:
         job = super().job(ctx, interfaces, options)

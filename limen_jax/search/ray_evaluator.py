@@ -7,11 +7,14 @@ strategy, the archive, every LLM call, the run directory); each actor is an
 trainer and keeps its compiled trainers warm. Jobs travel as plain data (artifacts and
 specs, :mod:`limen_jax.search.remote`), results come back as :class:`EvalBatch` objects.
 
-Scheduling: a job goes to a free actor: the one that compiled it ahead (``prepare``
-compiles on the actor that ran the last job, beside the batch it trains), else the one
-freed last, whose compiled trainers are warm; as many jobs are in flight as there are
-actors, so the jobs of one batch (one per evaluation kind, eval requests) train side by
-side. Faults: an
+Scheduling: a job of a kind whose interfaces train apart (``ppo``, ``retrain``: the kind's
+``splits``) is split over the actors, contiguous parts of its candidates
+(:func:`~limen_jax.search.jobs.split_job`), part i on actor i, and the parts' answers are
+joined in order: one batch keeps every GPU busy, and trains as it would in one piece. Any
+other job goes to a free actor: the one that compiled it ahead (``prepare`` compiles on
+the actor that ran the last job, beside the batch it trains), else the one freed last,
+whose compiled trainers are warm; as many jobs are in flight as there are actors, so the
+jobs of one batch (one per evaluation kind, eval requests) train side by side. Faults: an
 actor's process that dies is restarted by Ray and its call retried there
 (``max_restarts``, ``max_task_retries``); an actor that is gone for good is replaced and
 its job resubmitted to another (``resubmits``). Each job's future is set once, so a
@@ -33,7 +36,7 @@ import sys
 import threading
 from typing import Any
 
-from limen_jax.search.jobs import EvalBatch, EvalJob, updates_of, watchdog_budget
+from limen_jax.search.jobs import EvalBatch, EvalJob, merge_batches, split_job, updates_of, watchdog_budget
 from limen_jax.search.remote import EvalWorker, job_to_wire
 
 
@@ -50,6 +53,7 @@ class RayEvaluator:
     max_restarts / max_task_retries: Ray's restarts of a dead actor's process and retries
         of the call it was running. resubmits: how often a job whose actor is gone for
         good goes to a fresh actor before its future fails.
+    split: split a job of a splitting kind over the actors (False: whole jobs only).
     init: extra ``ray.init`` arguments.
     """
 
@@ -63,6 +67,7 @@ class RayEvaluator:
         max_restarts: int = 2,
         max_task_retries: int = 2,
         resubmits: int = 2,
+        split: bool = True,
         init: dict[str, Any] | None = None,
     ) -> None:
         import ray
@@ -92,9 +97,12 @@ class RayEvaluator:
         self.max_actors = int(actors)
         self.actors = [self._new_actor()]
         self.resubmits = int(resubmits)
+        self.split = bool(split)
         self.per_update_s: float | None = None  # as InProcessEvaluator: the watchdog's learned pace
         self._cv = threading.Condition()
-        self._queue: collections.deque[tuple[EvalJob, dict[str, Any], cf.Future[EvalBatch], int]] = collections.deque()
+        # (job, its wire form, its future, resubmissions so far, the actor it prefers or None)
+        self._queue: collections.deque[tuple[EvalJob, dict[str, Any], cf.Future[EvalBatch], int, int | None]] = \
+            collections.deque()
         self._free = [0]
         self._preferred: int | None = None  # the actor that compiled the next job ahead
         self._last: int | None = None
@@ -108,6 +116,24 @@ class RayEvaluator:
     # --- the seam -----------------------------------------------------------------------
 
     def submit(self, job: EvalJob) -> cf.Future[EvalBatch]:
+        parts = self._parts(job)
+        if len(parts) == 1:
+            return self._submit(job, None)
+        return _joined([self._submit(part, i) for i, part in enumerate(parts)])
+
+    def _parts(self, job: EvalJob) -> list[EvalJob]:
+        """``job`` split over the actors there may be, or ``[job]``."""
+        from limen_jax.search.evaluations import evaluation_kind
+
+        try:
+            splits = getattr(evaluation_kind(job.kind), "splits", False)
+        except ValueError:  # an unknown kind: the worker says so, as for a whole job
+            splits = False
+        if not (self.split and splits and self.max_actors > 1 and len(job.interfaces) > 1):
+            return [job]
+        return split_job(job, self.max_actors)
+
+    def _submit(self, job: EvalJob, prefer: int | None) -> cf.Future[EvalBatch]:
         future: cf.Future[EvalBatch] = cf.Future()
         try:
             wire = job_to_wire(job)
@@ -117,7 +143,7 @@ class RayEvaluator:
         with self._cv:
             if self._closed:
                 raise RuntimeError("the Ray evaluator is closed")
-            self._queue.append((job, wire, future, 0))
+            self._queue.append((job, wire, future, 0, prefer))
             self._dispatch()
         return future
 
@@ -125,18 +151,25 @@ class RayEvaluator:
         """Compile ``job`` ahead on the actor that will get it: the one that compiled or ran
         the last job (warm), on a thread of its own beside any batch it trains, as the
         in-process evaluator does; the job goes there when it is submitted and that actor is
-        free."""
+        free. A job that will be split: part i on actor i (started now if it is not yet)."""
+        parts = self._parts(job)
         try:
-            wire = job_to_wire(job)
+            wires = [job_to_wire(part) for part in parts]
         except Exception:  # the submission reports it
             return
         with self._cv:
             if self._closed:
                 return
+            self._compiling = [r for r in self._compiling if not _done(self._ray, r)]
+            if len(parts) > 1:
+                while len(self.actors) < len(parts):
+                    self.actors.append(self._new_actor())
+                    self._free.append(len(self.actors) - 1)
+                self._compiling += [self.actors[i].compile.remote(w) for i, w in enumerate(wires)]
+                return
             i = next((j for j in (self._preferred, self._last) if j is not None), self._free[-1] if self._free else 0)
             self._preferred = i
-            self._compiling = [r for r in self._compiling if not _done(self._ray, r)]
-            self._compiling.append(self.actors[i].compile.remote(wire))
+            self._compiling.append(self.actors[i].compile.remote(wires[0]))
 
     def close(self, wait: bool = True) -> None:
         """Cancel the jobs not started, wait for the compiles ahead (``wait``), stop the
@@ -144,7 +177,7 @@ class RayEvaluator:
         with self._cv:
             self._closed = True
             while self._queue:
-                self._queue.popleft()[2].cancel()
+                self._queue.popleft()[2].cancel()  # a split job's joined future fails with it
             compiling, self._compiling = self._compiling, []
         if wait and compiling:
             self._ray.wait(compiling, num_returns=len(compiling), timeout=600)
@@ -169,20 +202,24 @@ class RayEvaluator:
             self.actors.append(self._new_actor())
             self._free.append(len(self.actors) - 1)
         while self._queue and self._free:
-            job, wire, future, tries = self._queue.popleft()
+            job, wire, future, tries, prefer = self._queue.popleft()
             if tries == 0 and not future.set_running_or_notify_cancel():
                 continue
-            # the actor that compiled it ahead, else the one freed last (its trainers are warm)
-            i = self._preferred if self._preferred in self._free else self._free[-1]
+            # a part: the actor that compiled it ahead; a whole job: the actor that compiled it
+            # ahead, else the one freed last (its trainers are warm)
+            if prefer is not None and prefer in self._free:
+                i = prefer
+            else:
+                i = self._preferred if self._preferred in self._free else self._free[-1]
+                self._preferred = None if i == self._preferred else self._preferred
             self._free.remove(i)
-            self._preferred = None if i == self._preferred else self._preferred
             self._last = i
             ref = self.actors[i].run.remote(wire, watchdog_budget(job, self.per_update_s))
-            threading.Thread(target=self._collect, args=(i, ref, job, wire, future, tries), daemon=True,
+            threading.Thread(target=self._collect, args=(i, ref, job, wire, future, tries, prefer), daemon=True,
                              name="limen-ray-collect").start()  # fmt: skip
 
     def _collect(self, i: int, ref: Any, job: EvalJob, wire: dict[str, Any], future: cf.Future[EvalBatch],
-                 tries: int) -> None:  # fmt: skip
+                 tries: int, prefer: int | None) -> None:  # fmt: skip
         from ray.exceptions import ActorDiedError, ActorUnavailableError
 
         try:
@@ -193,7 +230,7 @@ class RayEvaluator:
                     self.actors[i] = self._new_actor()
                 if tries < self.resubmits and not self._closed:
                     self.resubmitted += 1
-                    self._queue.appendleft((job, wire, future, tries + 1))
+                    self._queue.appendleft((job, wire, future, tries + 1, prefer))
                 else:
                     future.set_exception(exc)
                 self._free.append(i)
@@ -213,6 +250,31 @@ class RayEvaluator:
             self._free.append(i)
             if not self._closed:
                 self._dispatch()
+
+
+def _joined(parts: list[cf.Future[EvalBatch]]) -> cf.Future[EvalBatch]:
+    """One future for a split job's parts: their answers merged in order once all are in,
+    or the first part's exception; cancelling it cancels the parts not started."""
+    joined: cf.Future[EvalBatch] = cf.Future()
+    lock, left = threading.Lock(), [len(parts)]
+
+    def one_done(_: cf.Future[EvalBatch]) -> None:
+        with lock:
+            left[0] -= 1
+            if left[0] or joined.done():
+                return
+        failed = next((f for f in parts if f.cancelled() or f.exception() is not None), None)
+        if failed is None:
+            joined.set_result(merge_batches([f.result() for f in parts]))
+        elif failed.cancelled():
+            joined.cancel()
+        else:
+            joined.set_exception(failed.exception())  # type: ignore[arg-type]
+
+    joined.add_done_callback(lambda f: [p.cancel() for p in parts] if f.cancelled() else None)
+    for part in parts:
+        part.add_done_callback(one_done)
+    return joined
 
 
 def _done(ray: Any, ref: Any) -> bool:

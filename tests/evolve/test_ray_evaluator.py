@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_evolve import summary, toy_config
+from test_evolve import TINY_PPO, summary, toy_config
 from toy_task import ToyCorridor
 
 import limen_jax as lj
@@ -25,7 +25,7 @@ from limen_jax.rl import PPOConfig
 from limen_jax.search.evaluations import register_evaluation
 from limen_jax.search.evaluator import InProcessEvaluator
 from limen_jax.search.faults import is_engine_error
-from limen_jax.search.jobs import Budget, EvalJob
+from limen_jax.search.jobs import Budget, EvalBatch, EvalJob, merge_batches, split_job
 from limen_jax.search.remote import job_from_wire, job_to_wire
 
 ray = pytest.importorskip("ray")
@@ -58,12 +58,22 @@ def evaluator(cluster):
 
 
 def scores(run_dir):
-    """The run's score events without their times (the event's, the training's), in order."""
+    """The run's score events without their times (the event's, the training's), in order,
+    and their curves apart."""
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     out = [{k: v for k, v in e.items() if k != "time"} for e in events if e["event"] == "score"]
     for e in out:
         e["metadata"].pop("train_wall_s")
-    return out
+    return out, [e.pop("curves") for e in out]
+
+
+def same_curves(a, b):
+    """The curves of two runs agree to float32 rounding: a batch split over the actors trains
+    its parts at a narrower width, and XLA's reduction order follows the width."""
+    assert [sorted(c) for c in a] == [sorted(c) for c in b]
+    for x, y in zip(a, b):
+        for name in x:
+            np.testing.assert_allclose(x[name], y[name], rtol=1e-4, atol=1e-6, err_msg=name)
 
 
 def files(run_dir):
@@ -94,7 +104,9 @@ def test_a_search_through_ray_with_an_actor_killed_mid_batch_leaves_the_same_run
     assert killed, "no batch was in flight to kill"
     assert ray.get(evaluator.actors[killed[0]].pid.remote()) != pids[killed[0]]  # restarted
     assert summary(by_ray) == summary(here)
-    assert scores(tmp_path / "ray") == scores(tmp_path / "here")  # every program scored once, as here
+    (ray_scores, ray_curves), (here_scores, here_curves) = scores(tmp_path / "ray"), scores(tmp_path / "here")
+    assert ray_scores == here_scores  # every program scored once, as here, with the same successes
+    same_curves(ray_curves, here_curves)
     assert files(tmp_path / "ray") == files(tmp_path / "here")
 
 
@@ -133,6 +145,59 @@ def test_a_failure_in_an_actor_classifies_as_in_this_process(evaluator):
         assert isinstance(got, type(local))  # ... that subclasses its cause
         assert is_engine_error(got) == is_engine_error(local) == engine
     assert len(evaluator.actors) == 2
+
+
+class Where:
+    """A kind that splits, and answers each interface with the process that ran it."""
+
+    name = "where_for_test"
+    splits = True
+
+    def job(self, ctx, interfaces, options):  # pragma: no cover - jobs are built by hand here
+        raise NotImplementedError
+
+    def run(self, job, budget_s):
+        time.sleep(0.5)  # long enough for both parts to be in flight together
+        return EvalBatch([(os.getpid(), iface.name) for iface in job.interfaces], wall_s=0.5)
+
+    def score(self, record, result, job):  # pragma: no cover
+        pass
+
+
+def test_one_batch_is_split_over_the_actors_and_trains_as_in_one_piece(evaluator):
+    register_evaluation(Where())
+    task = ToyCorridor()
+    ifaces = [compile_interface(PROGRAM.replace("* 0.1", f"* 0.{k}"), task, name=f"p{k}") for k in (1, 2, 3)]
+    where = evaluator.submit(EvalJob(task, ifaces, [0], Budget(64, 64, 0.0), PPOConfig(), pad_to=3,
+                                     kind=Where.name)).result(timeout=120)  # fmt: skip
+    pids = {ray.get(a.pid.remote()) for a in evaluator.actors}
+    # parts of 2 and 1 candidates, on the two actors, joined in order
+    assert [name for _, name in where.results] == ["p1", "p2", "p3"]
+    (a, b, c) = (pid for pid, _ in where.results)
+    assert a == b != c and {a, c} == pids
+    # a real training job: the joined answer is the one-piece answer, slot for slot
+    job = EvalJob(task, ifaces, [0, 1], Budget(512, 2048, 0.0), PPOConfig.from_dict(TINY_PPO), pad_to=3)
+    split = evaluator.submit(job).result(timeout=300)
+    whole = InProcessEvaluator().submit(job).result(timeout=300)
+    assert [r.success_per_seed.tolist() for r in split.results] == [r.success_per_seed.tolist() for r in whole.results]
+    np.testing.assert_allclose([r.final_return for r in split.results], [r.final_return for r in whole.results],
+                               rtol=1e-5)
+    assert len({round(r.final_return, 3) for r in whole.results}) == 3  # three different programs
+    same_curves([r.curves for r in split.results], [r.curves for r in whole.results])
+
+
+def test_split_job_gives_contiguous_even_parts_padded_to_their_share():
+    task = ToyCorridor()
+    ifaces = [placeholder_interface(k + 1) for k in range(5)]
+    job = EvalJob(task, ifaces, [0], Budget(64, 64, 0.0), PPOConfig(), pad_to=6)
+    parts = split_job(job, 2)
+    assert [[i.obs_dim for i in p.interfaces] for p in parts] == [[1, 2, 3], [4, 5]]
+    assert [p.pad_to for p in parts] == [3, 3]
+    assert [len(p.interfaces) for p in split_job(job, 8)] == [1] * 5  # never an empty part
+    merged = merge_batches([EvalBatch([1, 2, 3], None, 4.0, 10.0, 1.0, None),
+                            EvalBatch([4, 5], "split: x", 6.0, 9.0, 2.0, 0.5)])
+    assert (merged.results, merged.batch_error, merged.wall_s, merged.finished_at, merged.compile_s,
+            merged.eval_s) == ([1, 2, 3, 4, 5], "split: x", 6.0, 10.0, 2.0, 0.5)  # fmt: skip
 
 
 def test_interfaces_travel_as_artifacts_and_come_back_the_same():
