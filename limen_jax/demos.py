@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -156,26 +157,60 @@ def without(demos: DemoSet, source: str, round: int) -> DemoSet:
 
 def load_demos(path: str | Path, task: Task) -> DemoSet:
     """Read a set :meth:`DemoSet.save` wrote (or a user built the same way) for ``task``:
-    the simulator leaves are put back into the task's state structure."""
-    treedef: Any = jax.tree.structure(jax.eval_shape(task.reset, jax.random.key(0)).sim)
-    with np.load(Path(path), allow_pickle=False) as data:
-        arrays = {k: data[k] for k in data.files}
-    sims = []
+    the simulator leaves are put back into the task's state structure.
+
+    Raises ValueError, one line naming the file and what is wrong with it, for a missing
+    file, one that is not an npz, a missing array, or arrays whose shapes do not fit the
+    task (each ``sim/<i>`` and ``next_sim/<i>`` is [M, *leaf shape], ``action`` is
+    [M, *action shape], ``source`` is str[M])."""
+    path = Path(path)
+    arrays = _read_npz(path)
+    sim = jax.eval_shape(lambda k: jax.tree.map(_plain, task.reset(k).sim), jax.random.key(0))
+    treedef: Any = jax.tree.structure(sim)
+    want = {"action": tuple(task.action_space.shape), "source": ()}
     for name in ("sim", "next_sim"):
-        leaves = [arrays[f"{name}/{i}"] for i in range(treedef.num_leaves) if f"{name}/{i}" in arrays]
-        if len(leaves) != treedef.num_leaves:
-            raise ValueError(f"{path}: {len(leaves)} {name} leaves, task {task.name!r} has {treedef.num_leaves}")
-        sims.append(jax.tree.unflatten(treedef, leaves))
+        want.update({f"{name}/{i}": tuple(leaf.shape) for i, leaf in enumerate(jax.tree.leaves(sim))})
+    extra = [k for k in arrays if k.partition("/")[0] in ("sim", "next_sim") and k not in want]
+    if extra:
+        raise ValueError(f"{path}: array {extra[0]} is beyond the {treedef.num_leaves} simulator leaves of task "
+                         f"{task.name!r}: a set of another task?")
+    missing = [k for k in want if k not in arrays]
+    if missing:
+        raise ValueError(f"{path}: no array {', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''} "
+                         f"(a demonstration set of task {task.name!r} holds {treedef.num_leaves} sim/<i> and "
+                         f"next_sim/<i> leaves, action and source, as DemoSet.save writes them)")
+    if arrays["source"].ndim != 1:
+        raise ValueError(f"{path}: array source has shape {arrays['source'].shape}, needs (M,): one tag a transition")
+    m = len(arrays["source"])
+    for key, shape in want.items():
+        got = arrays[key].shape
+        if got != (m, *shape):
+            raise ValueError(f"{path}: array {key} has shape {got}, task {task.name!r} needs {(m, *shape)} "
+                             f"(M={m} transitions)")
     source = arrays["source"].astype(str)
     unknown = sorted(set(source.tolist()) - set(SOURCES))
     if unknown:
         raise ValueError(f"{path}: unknown sources {unknown}; expected {list(SOURCES)}")
     if not (source == "expert").any() or (source == "expert").all():
         raise ValueError(f"{path}: needs both expert and negative transitions")
-    m = len(source)
+    sims = [jax.tree.unflatten(treedef, [arrays[f"{name}/{i}"] for i in range(treedef.num_leaves)])
+            for name in ("sim", "next_sim")]
     get = lambda k: arrays.get(k, np.zeros(m, np.int32)).astype(np.int32)  # noqa: E731
     return DemoSet(Transition(sim=sims[0], action=arrays["action"], next_sim=sims[1]), source,
                    get("round"), get("episode"), get("step"))
+
+
+def _read_npz(path: Path) -> dict[str, Any]:
+    """Every array of the npz at ``path`` (numpy, by name); ValueError (one line) when there is none to read."""
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file (demonstrations are an .npz, as DemoSet.save writes them)")
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path}: not an .npz archive (demonstrations are an .npz, as DemoSet.save writes them)")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:  # a damaged member, or one holding pickles
+        raise ValueError(f"{path}: unreadable .npz ({exc})") from None
 
 
 def from_episodes(ep: Episodes, source: str, round: int = 0) -> DemoSet:

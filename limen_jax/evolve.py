@@ -66,6 +66,11 @@ def evolve(
         config = dataclasses.replace(config, task=task)
     if run_dir is None:
         run_dir = Path("runs") / f"{task}-{config.search.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if config.search.demos and not (Path(run_dir) / "demos.npz").exists():
+        from limen_jax.demos import load_demos
+        from limen_jax.task import make
+
+        load_demos(config.search.demos, make(config.task))  # a bad file is refused before the run dir exists
     from limen_jax.loop import Loop
 
     return Loop(config, RunDir(run_dir), mutator=mutator, verbose=verbose, evaluator=evaluator,
