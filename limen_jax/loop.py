@@ -621,8 +621,9 @@ class Loop:
             else:
                 for record, res in zip(s.records, batch.results):
                     kind.score(record, res, s.job)
-                    self.rd.log("evaluation", id=s.request.id, program=record.id, kind=s.kind,
-                                **record.evaluations.get(s.kind, {}))
+                    evaluation = record.evaluations.get(s.kind, {})
+                    logged = kind.summary(evaluation) if hasattr(kind, "summary") else evaluation
+                    self.rd.log("evaluation", id=s.request.id, program=record.id, kind=s.kind, **logged)
                 evaluated.append(Outcome(s.request, records=tuple(s.records), evaluation=s.kind,
                                          results=tuple(batch.results)))
         train_s = sum(b.wall_s for b in batches)
