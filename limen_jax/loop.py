@@ -168,7 +168,8 @@ class Loop:
 
             if not has_expert(self.task):  # said before any LLM call, not after the first batch's
                 raise ValueError(f"--prescreen {self.config.search.prescreen}: task {self.task.name!r} has no "
-                                 "scripted expert to build demonstrations from; supply them with --demos PATH")
+                                 "scripted expert to build demonstrations from; supply them with --demos PATH "
+                                 "(python -m limen_jax.demos --from-policy writes them from a trained policy)")
         cap = self.strategy.max_iterations if getattr(self.strategy, "max_iterations", None) is not None else None
         self.iterations = self.config.search.iterations if cap is None else min(cap, self.config.search.iterations)
         self.pending: list[Request] | None = None

@@ -81,5 +81,6 @@ def test_the_cli_says_one_line_exits_2_and_creates_nothing(tmp_path):
                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
-        f"error: {tmp_path / 'none.npz'}: no such file (demonstrations are an .npz, as DemoSet.save writes them)"]
+        f"error: {tmp_path / 'none.npz'}: no such file (demonstrations are an .npz, as python -m limen_jax.demos "
+        "writes them)"]
     assert not run.exists()
