@@ -143,7 +143,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="reject reward programs whose ranking accuracy on demonstrations is below THRESHOLD "
                         "(default 0.5) before training them")
     p.add_argument("--demos", metavar="PATH", help="demonstrations (.npz) to rank reward programs on "
-                   "(default: the task's scripted expert and random play)")
+                   "(default: the task's scripted expert and random play; python -m limen_jax.demos --from-policy "
+                   "writes one from a trained policy); checked before the run starts")
     p.add_argument("--fitness", metavar="KIND", help="the evaluation kind a strategy with a fitness option "
                    "ranks its children by (grace: demos, its paper's mode, or ppo); sets search.options.fitness")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
