@@ -10,13 +10,29 @@ a user can supply their own set (``--demos path``) built on the same task.
 
 Rollouts here are pure JAX: ``E`` episodes side by side for the task's horizon in one
 jitted scan, only each environment's first episode kept.
+
+A task with no scripted expert (the MuJoCo and Brax tasks) gets its set from a trained
+policy (:func:`policy_demos`): train the reference interface and keep its policy, then
+roll it out; an earlier, partly trained policy adds ``learner`` negatives::
+
+    python -m limen_jax.train --task go1_push --interface envs/interfaces/go1_push.py --seeds 1 \
+        --preset paper --steps 25000000 --save-policy ref/
+    python -m limen_jax.demos --from-policy ref/ go1_push --episodes 16 --random 16 \
+        [--negatives-from early/ go1_push] [--stride 5] --out go1_demos.npz
+    python -m limen_jax.evolve --task go1_push --strategy grace --demos go1_demos.npz
+
+Bad input to the command: one line on stderr, exit status 2, nothing written.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import io
-from collections.abc import Callable
+import sys
+import time
+import zipfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -156,31 +172,67 @@ def without(demos: DemoSet, source: str, round: int) -> DemoSet:
 
 def load_demos(path: str | Path, task: Task) -> DemoSet:
     """Read a set :meth:`DemoSet.save` wrote (or a user built the same way) for ``task``:
-    the simulator leaves are put back into the task's state structure."""
-    treedef: Any = jax.tree.structure(jax.eval_shape(task.reset, jax.random.key(0)).sim)
-    with np.load(Path(path), allow_pickle=False) as data:
-        arrays = {k: data[k] for k in data.files}
-    sims = []
+    the simulator leaves are put back into the task's state structure.
+
+    Raises ValueError, one line naming the file and what is wrong with it, for a missing
+    file, one that is not an npz, a missing array, or arrays whose shapes do not fit the
+    task (each ``sim/<i>`` and ``next_sim/<i>`` is [M, *leaf shape], ``action`` is
+    [M, *action shape], ``source`` is str[M])."""
+    path = Path(path)
+    arrays = _read_npz(path)
+    sim = jax.eval_shape(lambda k: jax.tree.map(_plain, task.reset(k).sim), jax.random.key(0))
+    treedef: Any = jax.tree.structure(sim)
+    want = {"action": tuple(task.action_space.shape), "source": ()}
     for name in ("sim", "next_sim"):
-        leaves = [arrays[f"{name}/{i}"] for i in range(treedef.num_leaves) if f"{name}/{i}" in arrays]
-        if len(leaves) != treedef.num_leaves:
-            raise ValueError(f"{path}: {len(leaves)} {name} leaves, task {task.name!r} has {treedef.num_leaves}")
-        sims.append(jax.tree.unflatten(treedef, leaves))
+        want.update({f"{name}/{i}": tuple(leaf.shape) for i, leaf in enumerate(jax.tree.leaves(sim))})
+    extra = [k for k in arrays if k.partition("/")[0] in ("sim", "next_sim") and k not in want]
+    if extra:
+        raise ValueError(f"{path}: array {extra[0]} is beyond the {treedef.num_leaves} simulator leaves of task "
+                         f"{task.name!r}: a set of another task?")
+    missing = [k for k in want if k not in arrays]
+    if missing:
+        raise ValueError(f"{path}: no array {', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''} "
+                         f"(a demonstration set of task {task.name!r} holds {treedef.num_leaves} sim/<i> and "
+                         f"next_sim/<i> leaves, action and source, as python -m limen_jax.demos writes them)")
+    if arrays["source"].ndim != 1:
+        raise ValueError(f"{path}: array source has shape {arrays['source'].shape}, needs (M,): one tag a transition")
+    m = len(arrays["source"])
+    for key, shape in want.items():
+        got = arrays[key].shape
+        if got != (m, *shape):
+            raise ValueError(f"{path}: array {key} has shape {got}, task {task.name!r} needs {(m, *shape)} "
+                             f"(M={m} transitions)")
     source = arrays["source"].astype(str)
     unknown = sorted(set(source.tolist()) - set(SOURCES))
     if unknown:
         raise ValueError(f"{path}: unknown sources {unknown}; expected {list(SOURCES)}")
     if not (source == "expert").any() or (source == "expert").all():
         raise ValueError(f"{path}: needs both expert and negative transitions")
-    m = len(source)
+    sims = [jax.tree.unflatten(treedef, [arrays[f"{name}/{i}"] for i in range(treedef.num_leaves)])
+            for name in ("sim", "next_sim")]
     get = lambda k: arrays.get(k, np.zeros(m, np.int32)).astype(np.int32)  # noqa: E731
     return DemoSet(Transition(sim=sims[0], action=arrays["action"], next_sim=sims[1]), source,
                    get("round"), get("episode"), get("step"))
 
 
-def from_episodes(ep: Episodes, source: str, round: int = 0) -> DemoSet:
-    """The alive transitions of ``ep``, episode by episode, tagged."""
-    t_idx, e_idx = np.nonzero(ep.alive)
+def _read_npz(path: Path) -> dict[str, Any]:
+    """Every array of the npz at ``path`` (numpy, by name); ValueError (one line) when there is none to read."""
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file (demonstrations are an .npz, as python -m limen_jax.demos writes them)")
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path}: not an .npz archive (demonstrations are an .npz, as python -m limen_jax.demos "
+                         "writes them)")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:  # a damaged member, or one holding pickles
+        raise ValueError(f"{path}: unreadable .npz ({exc})") from None
+
+
+def from_episodes(ep: Episodes, source: str, round: int = 0, stride: int = 1) -> DemoSet:
+    """The alive transitions of ``ep``, episode by episode, tagged; with ``stride`` k only
+    every k-th step of each episode (steps 0, k, 2k, ...)."""
+    t_idx, e_idx = np.nonzero(ep.alive & (np.arange(ep.alive.shape[0]) % stride == 0)[:, None])
     order = np.lexsort((t_idx, e_idx))
     t_idx, e_idx = t_idx[order], e_idx[order]
     trans = jax.tree.map(lambda x: np.asarray(x)[t_idx, e_idx], ep.transitions)
@@ -193,7 +245,8 @@ def build_demos(task: Task, seed: int, experts: int = 16, negatives: int = 16) -
     """The initial set: ``experts`` episodes of the task's expert (which must succeed
     in each) and ``negatives`` episodes of random play."""
     if not has_expert(task):
-        raise ValueError(f"task {task.name!r} has no scripted expert (Task.expert_action); supply --demos PATH")
+        raise ValueError(f"task {task.name!r} has no scripted expert (Task.expert_action); supply --demos PATH "
+                         "(python -m limen_jax.demos --from-policy writes one from a trained policy)")
     k_exp, k_neg = jax.random.split(jax.random.key(seed))
     ep = rollout(task, expert_policy(task), k_exp, experts)
     if not ep.success.all():
@@ -243,3 +296,112 @@ def learner_rollout(task: Task, interface: Any, policy: Any, key: jax.Array, epi
 
     trans, alive, success, length = jax.device_get(jax.tree.map(_plain, run(policy.params, policy.obs_stats, key)))
     return Episodes(trans, np.asarray(alive), np.asarray(success), np.asarray(length))
+
+
+def policy_demos(task: Task, expert: tuple[Any, Any], key: jax.Array, episodes: int, *, random: int,
+                 learners: Sequence[tuple[Any, Any]] = (), all_episodes: bool = False,
+                 stride: int = 1) -> tuple[DemoSet, int]:
+    """A set for a task with no scripted expert, from trained policies.
+
+    expert: (interface, :class:`~limen_jax.rl.policy.Policy`) of a well trained policy
+    (the reference interface's); its ``episodes`` episodes are the expert transitions,
+    only the successful ones unless ``all_episodes``. Negatives: ``random`` episodes of
+    random play, and ``episodes`` episodes of each (interface, policy) of ``learners``
+    (early checkpoints), tagged ``learner``. ``stride`` keeps every k-th step (see
+    :func:`from_episodes`). Returns the set and how many expert episodes succeeded."""
+    keys = jax.random.split(key, 2 + len(learners))
+    ep = learner_rollout(task, *expert, keys[0], episodes)
+    won = int(ep.success.sum())
+    if not all_episodes:
+        ep = dataclasses.replace(ep, alive=ep.alive & ep.success[None, :])
+    out = from_episodes(ep, "expert", stride=stride)
+    if random:
+        out = out.extend(from_episodes(rollout(task, random_policy(task), keys[1], random), "random", stride=stride))
+    for n, (k, (iface, policy)) in enumerate(zip(keys[2:], learners)):
+        more = from_episodes(learner_rollout(task, iface, policy, k, episodes), "learner", stride=stride)
+        out = out.extend(dataclasses.replace(more, episode=more.episode + n * episodes))  # one id per episode
+    return out, won
+
+
+# --- CLI: python -m limen_jax.demos ---------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m limen_jax.demos",
+        description="Write a demonstration set (.npz, for --demos) from a kept policy: its rollouts are the expert "
+                    "transitions, random play and earlier policies the negatives.")
+    p.add_argument("--from-policy", nargs=2, required=True, metavar=("RUN_DIR", "PROGRAM_ID"),
+                   help="the expert: a kept policy (a run's --keep-policies, or python -m limen_jax.train "
+                        "--save-policy RUN_DIR with the task's reference interface)")
+    p.add_argument("--out", type=Path, required=True, help="the .npz to write")
+    p.add_argument("--task", help="the task the set is for; must be the policy's (default: the policy's)")
+    p.add_argument("--seed", type=int, help="which training seed's policy (default: the first kept)")
+    p.add_argument("--episodes", type=int, default=16, help="episodes of the expert (and of each earlier policy)")
+    p.add_argument("--random", type=int, default=16, help="episodes of uniform random play (negatives)")
+    p.add_argument("--negatives-from", nargs=2, action="append", default=[], metavar=("RUN_DIR", "PROGRAM_ID"),
+                   help="an earlier (partly trained) policy whose rollouts are negatives; repeatable")
+    p.add_argument("--all-episodes", action="store_true",
+                   help="keep the expert's failed episodes too (default: only its successful ones)")
+    p.add_argument("--stride", type=int, default=1,
+                   help="keep every k-th step of each episode (long MuJoCo episodes hold ~10-20 KB per state)")
+    p.add_argument("--rollout-seed", type=int, default=0, help="seed of the episodes' start states and actions")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from limen_jax.program import ProgramError
+    from limen_jax.rollout import BadInput
+
+    args = _parser().parse_args(argv)
+    try:
+        return _write(args)
+    except (BadInput, ProgramError, ValueError) as exc:
+        print(f"demos: {exc}", file=sys.stderr)
+        return 2
+
+
+def _write(args: argparse.Namespace) -> int:
+    from limen_jax.rollout import BadInput, load_kept
+
+    if args.out.suffix != ".npz" or not args.out.parent.is_dir():
+        raise BadInput(f"--out needs a .npz path in an existing directory, got {args.out}")
+    if args.episodes < 1 or args.random < 0 or args.stride < 1:
+        raise BadInput("--episodes and --stride must be at least 1, --random at least 0")
+    if not args.random and not args.negatives_from:
+        raise BadInput("no negatives: give --random N > 0 or --negatives-from RUN_DIR PROGRAM_ID")
+    task, iface, policy = load_kept(*args.from_policy, seed=args.seed)
+    if args.task:
+        from limen_jax.registry import task_problem
+        from limen_jax.task import make
+
+        try:
+            named = make(args.task).name
+        except (KeyError, ImportError, ValueError) as exc:
+            raise BadInput(task_problem(args.task, exc)) from None
+        if named != task.name:
+            raise BadInput(f"--task {args.task}: the policy in {args.from_policy[0]} was trained on {task.name!r}")
+    learners = []
+    for run_dir, pid in args.negatives_from:
+        l_task, l_iface, l_policy = load_kept(run_dir, pid)
+        if l_task.name != task.name:
+            raise BadInput(f"--negatives-from {run_dir} {pid}: trained on {l_task.name!r}, not {task.name!r}")
+        learners.append((l_iface, l_policy))
+    start = time.perf_counter()
+    data, won = policy_demos(task, (iface, policy), jax.random.key(args.rollout_seed), args.episodes,
+                             random=args.random, learners=learners, all_episodes=args.all_episodes,
+                             stride=args.stride)
+    if not data.expert.any():
+        raise BadInput(f"the policy {args.from_policy[1]} succeeded in 0 of {args.episodes} episodes: train it "
+                       "longer, or keep its failed episodes with --all-episodes")
+    data.save(args.out)
+    seed = int(policy.metadata["seed"])
+    print(f"{args.from_policy[1]} seed {seed} on {task.name}: {won} of {args.episodes} episodes succeeded; "
+          f"{', '.join(f'{k} {v}' for k, v in data.counts().items())} transitions "
+          f"({time.perf_counter() - start:.1f} s)")
+    print(f"wrote {args.out}: rank reward programs on it with --demos {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

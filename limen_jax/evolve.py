@@ -66,6 +66,11 @@ def evolve(
         config = dataclasses.replace(config, task=task)
     if run_dir is None:
         run_dir = Path("runs") / f"{task}-{config.search.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if config.search.demos and not (Path(run_dir) / "demos.npz").exists():
+        from limen_jax.demos import load_demos
+        from limen_jax.task import make
+
+        load_demos(config.search.demos, make(config.task))  # a bad file is refused before the run dir exists
     from limen_jax.loop import Loop
 
     return Loop(config, RunDir(run_dir), mutator=mutator, verbose=verbose, evaluator=evaluator,
@@ -138,7 +143,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="reject reward programs whose ranking accuracy on demonstrations is below THRESHOLD "
                         "(default 0.5) before training them")
     p.add_argument("--demos", metavar="PATH", help="demonstrations (.npz) to rank reward programs on "
-                   "(default: the task's scripted expert and random play)")
+                   "(default: the task's scripted expert and random play; python -m limen_jax.demos --from-policy "
+                   "writes one from a trained policy); checked before the run starts")
     p.add_argument("--fitness", metavar="KIND", help="the evaluation kind a strategy with a fitness option "
                    "ranks its children by (grace: demos, its paper's mode, or ppo); sets search.options.fitness")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

@@ -108,6 +108,7 @@ class Loop:
         self._mutator_lock = threading.Lock()
         self._interfaces: dict[str, Any] = {}  # checked interfaces by program id (this process)
         self._demos: Any = None  # the demonstrations, loaded when first needed
+        self._given_demos: Any = None  # search.demos, read (and so checked) by _setup
         self.t0 = time.time()
         self._last_train_end = 0.0
         self._last_iter_end = self.t0
@@ -156,6 +157,7 @@ class Loop:
             self.rd.log("config_change", keys=accepted,
                         values={k: _flat(self.config.to_dict())[k] for k in accepted})
             self._say(f"resume: changed {', '.join(f'{k}={_flat(self.config.to_dict())[k]}' for k in accepted)}")
+        self._check_demos()
         self.rd.write_json("config.json", self.config.to_dict())
         self.pipeline = self.config.search.pipeline == "on"
         from limen_jax.search.prescreen import parse_prescreen
@@ -166,7 +168,8 @@ class Loop:
 
             if not has_expert(self.task):  # said before any LLM call, not after the first batch's
                 raise ValueError(f"--prescreen {self.config.search.prescreen}: task {self.task.name!r} has no "
-                                 "scripted expert to build demonstrations from; supply them with --demos PATH")
+                                 "scripted expert to build demonstrations from; supply them with --demos PATH "
+                                 "(python -m limen_jax.demos --from-policy writes them from a trained policy)")
         cap = self.strategy.max_iterations if getattr(self.strategy, "max_iterations", None) is not None else None
         self.iterations = self.config.search.iterations if cap is None else min(cap, self.config.search.iterations)
         self.pending: list[Request] | None = None
@@ -466,11 +469,20 @@ class Loop:
                 self._demos = demos.load_demos(path, self.task)
             else:
                 given = self.config.search.demos
-                self._demos = (demos.load_demos(given, self.task) if given
-                               else demos.build_demos(self.task, self.config.seed))
+                self._demos = self._given_demos if given else demos.build_demos(self.task, self.config.seed)
                 self._demos.save(path)
                 self.rd.log("demos", path=demos.FILENAME, source=given or "expert+random", **self._demos.counts())
         return self._demos
+
+    def _check_demos(self) -> None:
+        """Read ``search.demos`` now, when the run will copy it in, so that a bad file is
+        refused (ValueError, one line naming it) before any batch rather than at the
+        first one that ranks programs."""
+        from limen_jax import demos
+
+        given = self.config.search.demos
+        if given and not (self.rd.path / demos.FILENAME).exists():
+            self._given_demos = demos.load_demos(given, self.task)
 
     def _extend_demos(self, more: Any, round: int) -> None:
         """Add transitions an evaluation brought back (a result's ``demos``: a learner's
@@ -610,8 +622,9 @@ class Loop:
             else:
                 for record, res in zip(s.records, batch.results):
                     kind.score(record, res, s.job)
-                    self.rd.log("evaluation", id=s.request.id, program=record.id, kind=s.kind,
-                                **record.evaluations.get(s.kind, {}))
+                    evaluation = record.evaluations.get(s.kind, {})
+                    logged = kind.summary(evaluation) if hasattr(kind, "summary") else evaluation
+                    self.rd.log("evaluation", id=s.request.id, program=record.id, kind=s.kind, **logged)
                 evaluated.append(Outcome(s.request, records=tuple(s.records), evaluation=s.kind,
                                          results=tuple(batch.results)))
         train_s = sum(b.wall_s for b in batches)

@@ -70,11 +70,10 @@ def roll_out(run_dir: str | pathlib.Path, program_id: str, *, seed: int | None =
     be rolled out."""
     from limen_jax.rl.rollouts import rollouts
 
-    args = argparse.Namespace(run_dir=pathlib.Path(run_dir), program_id=program_id, seed=seed, episodes=episodes,
-                              rollout_seed=rollout_seed, frames=None)
-    plan = _plan(args)
+    if episodes < 1:
+        raise BadInput("--episodes must be at least 1")
     start = time.perf_counter()
-    task, iface, policy = _load(args, plan)
+    task, iface, policy = load_kept(run_dir, program_id, seed=seed)
     log = rollouts(task, iface, policy, rollout_seed, episodes, keep_sims=1 if frames else 0)
     report = RolloutReport(
         program_id=program_id, seed=int(policy.metadata["seed"]), task=task.name, episodes=episodes,
@@ -85,6 +84,15 @@ def roll_out(run_dir: str | pathlib.Path, program_id: str, *, seed: int | None =
         report.gif, report.note = _gif(task, log)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def load_kept(run_dir: str | pathlib.Path, program_id: str, *, seed: int | None = None) -> tuple[Any, Any, Any]:
+    """The task, the interface compiled again from ``programs/<id>.py`` and the kept policy
+    of ``program_id`` (seed ``seed``, default the first kept) in ``run_dir``. Raises
+    :class:`BadInput` (or a ProgramError) for what cannot be loaded."""
+    args = argparse.Namespace(run_dir=pathlib.Path(run_dir), program_id=program_id, seed=seed, episodes=1,
+                              frames=None)
+    return _load(args, _plan(args))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -41,6 +41,9 @@ CASES: dict[str, tuple[list[str], bool]] = {
     "python -m limen_jax.evolve --task xland_hard --preset paper": (TINY, True),
     "python -m limen_jax.evolve --task go1_push": (TINY, True),
     "python -m limen_jax.rollout runs/<dir> <program id> [--frames ep.gif]": (["--episodes", "4"], False),
+    # the quick start's tiny policy may succeed nowhere: its failed episodes are kept as the expert's
+    "python -m limen_jax.demos --from-policy runs/<dir> <program id> --out demos.npz":
+        (["--all-episodes", "--episodes", "4", "--random", "4"], False),
     "python -m limen_jax.view runs/<dir>": ([], False),
     "python -m limen_jax.compare runs/a runs/b --plot compare.png": ([], False),
     "python -m limen_jax.evolve --resume runs/<dir>": ([], False),
@@ -106,6 +109,8 @@ def test_a_readme_command_runs_as_printed(command: str, work: dict[str, str | Pa
         assert (cwd / "ep.gif").read_bytes()[:6] == b"GIF89a"
     if "--plot" in command:
         assert (cwd / "compare.png").stat().st_size > 0
+    if "--from-policy" in command:
+        assert "rank reward programs on it with --demos demos.npz" in done.stdout and (cwd / "demos.npz").is_file()
     if "--replay-from" in command:
         assert "replay: the recorded run's task" in done.stdout
 

@@ -18,6 +18,8 @@ whether the task renders frames here (XLand does; MuJoCo needs an OpenGL backend
 ``options["frames"]`` (default 0) frames are rendered where it does, spread evenly over
 the episodes and over each episode's states (its start state to its last): frame
 ``(episode e, step t)`` is the state before step t (t = length: the final state).
+The run's ``evaluation`` event holds :meth:`Episodes.summary` of it (no per-step logs, a
+frame count): the whole log lives in the record, in ``state.json``.
 """
 
 from __future__ import annotations
@@ -152,3 +154,14 @@ class Episodes:
             record.evaluations[self.name] = {"error": describe(result)}
         else:
             record.evaluations[self.name] = result
+
+    def summary(self, evaluation: dict[str, Any]) -> dict[str, Any]:
+        """What the event log carries of an evaluation: each episode's outcome and term
+        sums, and how many frames there are. The per-step logs and the frames (tens of
+        KB a program) stay in the record, kept in ``state.json``, where the critic reads
+        them."""
+        if "episodes" not in evaluation:  # an error
+            return evaluation
+        rest = {k: v for k, v in evaluation.items() if k not in ("episodes", "frames")}
+        return {**rest, "episodes": [{k: v for k, v in ep.items() if k != "steps"} for ep in evaluation["episodes"]],
+                "frames": len(evaluation["frames"])}

@@ -12,7 +12,8 @@ worker; it must be a pure function of the job), and writes a result into a recor
   5); the scores go to ``record.evaluations["retrain"]`` and never change the fitness.
 - ``episodes``: roll out each program's kept policy for a few episodes
   (``options["episodes"]``, default 3) and log every step's reward terms, success and
-  length into ``record.evaluations["episodes"]`` (:mod:`limen_jax.search.episodes`).
+  length into ``record.evaluations["episodes"]`` (:mod:`limen_jax.search.episodes`); the
+  ``evaluation`` event carries its summary (outcomes and term sums, no steps or frames).
 - ``learner``: ``ppo``, then the trained policy's rollouts as new negative
   demonstrations (:mod:`limen_jax.search.learner`).
 - ``demos``: ranking accuracy on the run's demonstrations, no training

@@ -40,6 +40,9 @@ class JobContext:
 
 
 class Evaluation(Protocol):
+    """A kind. It may also define ``summary(evaluation: dict) -> dict``: what the run's
+    ``evaluation`` event carries of a large ``record.evaluations[name]`` (default: all of it)."""
+
     name: str
 
     def job(self, ctx: JobContext, interfaces: list[Any], options: dict[str, Any]) -> EvalJob: ...

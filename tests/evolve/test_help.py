@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-CLIS = ["evolve", "train", "check", "tasks", "compare", "rollout", "view"]
+CLIS = ["evolve", "train", "check", "tasks", "compare", "rollout", "view", "demos"]
 
 
 @pytest.mark.parametrize("cli", CLIS)

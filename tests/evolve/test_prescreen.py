@@ -71,7 +71,8 @@ def test_a_task_without_an_expert_needs_demos(tmp_path, capsys):
                  "--run-dir", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: --prescreen demos: task 'toy_corridor' has no scripted expert to build demonstrations "
-                   "from; supply them with --demos PATH"]
+                   "from; supply them with --demos PATH (python -m limen_jax.demos --from-policy writes them from a "
+                   "trained policy)"]
 
 
 def test_demonstrations_supplied_with_demos(tmp_path):

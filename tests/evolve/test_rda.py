@@ -212,3 +212,9 @@ def test_on_xland_the_critic_gets_the_rendered_frames_its_prompt_lists(tmp_path)
     first = ", ".join(str(f["step"]) for f in log["frames"] if f["episode"] == 0)
     assert f"Frames: 20 rendered frames are attached, in this order: episode 1 at steps {first}; " in critic.user
     assert critic.user.count("### Episode ") == 3 and "logs only" not in critic.user
+    # the critic read every step's terms; the event log got a summary of a few hundred bytes
+    assert f"\nstep {' '.join(log['terms'])}\n0 " in critic.user
+    (logged,) = [line for line in (run.run_dir / "events.jsonl").read_text().splitlines()
+                 if '"event": "evaluation"' in line and '"kind": "episodes"' in line]
+    assert len(logged) < 4_000 < len(json.dumps(log))
+    assert json.loads(logged)["frames"] == 20 and "steps" not in json.loads(logged)["episodes"][0]

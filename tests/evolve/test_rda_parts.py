@@ -21,7 +21,7 @@ from limen_jax.llm.anthropic_client import AnthropicMutator
 from limen_jax.llm.offline import OfflineMutator
 from limen_jax.llm.replay import ResponseCache
 from limen_jax.search import rda_text as text
-from limen_jax.search.episodes import frame_steps
+from limen_jax.search.episodes import Episodes, frame_steps
 from limen_jax.search.rda import Decompose
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "llm"))
@@ -117,6 +117,19 @@ def test_the_critic_prompt_holds_exactly_its_three_episodes_and_the_renderer_lin
                                log_of(SUMS, frames=frames, renderer={"available": True, "note": ""}), 150)
     assert ("Frames: 3 rendered frames are attached, in this order: episode 1 at steps 0, 2; episode 3 at steps 1 "
             "(the frame at step t shows the state before step t; at the episode's length, its final state).") in shown
+
+
+def test_the_logged_summary_keeps_outcomes_and_sums_and_drops_steps_and_frames():
+    frames = [{"episode": 0, "step": t, "png": "A" * 3000} for t in range(20)]
+    log = log_of([{"approach": [0.1] * 500, "goal": [0.0] * 499 + [1.0]}] * 3, frames=frames)
+    assert len(json.dumps(log)) > 60_000
+    brief = Episodes().summary(log)
+    assert len(json.dumps(brief)) < 1_000
+    assert brief["frames"] == 20 and brief["terms"] == ["approach", "goal"]
+    assert brief["episodes"][2] == {"success": False, "length": 500, "return": pytest.approx(51.0),
+                                    "sums": {"approach": pytest.approx(50.0), "goal": 1.0}}
+    assert Episodes().summary({"error": "no kept policy"}) == {"error": "no kept policy"}
+    assert log["episodes"][0]["steps"]["goal"][-1] == 1.0 and len(log["frames"]) == 20  # the record's log is whole
 
 
 def test_frames_spread_over_the_episodes_and_their_states():
