@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from programs import two_terms
 from test_evolve import toy_config
 
 import limen_jax as lj
@@ -19,17 +20,7 @@ from limen_jax.llm import MutationResponse
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
 
-TERMS = """\
-import jax.numpy as jnp
-
-def get_observation(state):
-    return jnp.array([state.pos / 10.0, state.goal / 10.0], dtype=jnp.float32)
-
-def compute_reward(state, action, next_state):
-    closer = jnp.abs(state.pos - state.goal) - jnp.abs(next_state.pos - next_state.goal)
-    return {"goal": jnp.asarray(next_state.pos == next_state.goal, jnp.float32),
-            "closer": 0.1 * closer.astype(jnp.float32)}
-"""
+TERMS = two_terms(0.1)
 
 
 class WritesTerms:
