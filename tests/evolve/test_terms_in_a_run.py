@@ -62,7 +62,9 @@ def test_dict_terms_train_show_their_curves_and_the_best_policy_rolls_out(tmp_pa
     assert kept == ["it0000-c00", "it0001-c00"]
     assert sorted(p.name for p in (run.run_dir / "policies" / run.best.id).iterdir()) == ["seed0", "seed1"]
     events = [json.loads(x) for x in (run.run_dir / "events.jsonl").read_text().splitlines()]
-    assert sorted({e["id"] for e in events if e["event"] == "policy"}) == kept
+    # one event per kept program, naming its seeds
+    policies = [(e["id"], e["seeds"], e["path"]) for e in events if e["event"] == "policy"]
+    assert sorted(policies) == [(pid, [0, 1], f"policies/{pid}") for pid in kept]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}
     out = subprocess.run([sys.executable, "-m", "limen_jax.rollout", str(run.run_dir), run.best.id, "--episodes",
                           "16", "--json"], env=env, capture_output=True, text=True, timeout=300)
