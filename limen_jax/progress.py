@@ -64,9 +64,7 @@ class Progress:
             self._phases.clear()
             self._stop.set()
             ticker, self._ticker = self._ticker, None
-            if self._status is not None:
-                self._status.stop()
-                self._status = None
+            self._show()  # no phase: stops the status line
         if ticker is not None:
             ticker.join()  # outside the lock, which the ticker takes to redraw
 
