@@ -10,9 +10,11 @@ of them, ``X | None``); other fields pass through unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import types
 import typing
+from collections.abc import Mapping
 from typing import Any, Literal
 
 
@@ -27,6 +29,14 @@ def coerce_fields(cls: type, values: dict[str, Any]) -> dict[str, Any]:
         if name in hints:
             out[name] = _coerce(hints[name], value, f"{cls.__name__}.{name}")
     return out
+
+
+def reject_unknown(cls: type, data: Mapping[str, Any]) -> None:
+    """ValueError("<Class>: unknown keys [...]") when ``data`` (a dict read back from a file)
+    names a key that is no init field of the dataclass ``cls``: a corrupt or foreign file."""
+    unknown = set(data) - {f.name for f in dataclasses.fields(cls) if f.init}
+    if unknown:
+        raise ValueError(f"{cls.__name__}: unknown keys {sorted(unknown)}")
 
 
 @functools.cache

@@ -674,11 +674,11 @@ class Loop:
         which = self._kept()
         if which == "none" or not kept:
             return
-        from limen_jax.policies import keep_policies
+        from limen_jax.policies import keep_policies, saved_seeds
 
-        for path in keep_policies(self.rd.path, kept, which):
-            # the policy store works with absolute paths; the run dir may be relative (runs/...)
-            self.rd.log("policy", id=path.parent.name, path=str(path.relative_to(Path(self.rd.path).absolute())))
+        written = keep_policies(self.rd.path, kept, which)  # <run>/policies/<id>/seed<k>, by program
+        for pid in dict.fromkeys(path.parent.name for path in written):
+            self.rd.log("policy", id=pid, seeds=saved_seeds(self.rd.path, pid), path=str(Path("policies") / pid))
 
     # --- bookkeeping ------------------------------------------------------------------
     def _record(self, record: Any) -> None:

@@ -29,7 +29,8 @@ class Progress:
         self._phases: dict[str, Text] = {}
         self._lock = threading.Lock()
         self._status: Any = None
-        self._ticking = threading.Event()
+        self._ticker: threading.Thread | None = None  # redraws a callable phase's text every second
+        self._stop = threading.Event()  # the ticker's wait: close() sets it, so the ticker ends at once
         self.rate: float | None = None  # env steps per second of training, from the last batch
 
     def set(self, key: str, text: Text, *, announce: bool = True) -> None:
@@ -42,9 +43,12 @@ class Progress:
             self._phases[key] = text
             if self.tty:
                 self._show()
-                if callable(text) and not self._ticking.is_set():
-                    self._ticking.set()
-                    threading.Thread(target=self._tick, name="limen-progress", daemon=True).start()
+                if callable(text) and self._ticker is None:
+                    # a new Event per ticker: clearing a shared one could keep a closed ticker going
+                    self._stop = threading.Event()
+                    self._ticker = threading.Thread(target=self._tick, args=(self._stop,), name="limen-progress",
+                                                    daemon=True)
+                    self._ticker.start()
             elif announce:
                 print(f"  {text() if callable(text) else text}", file=self.stream, flush=True)
 
@@ -55,16 +59,17 @@ class Progress:
                 self._show()
 
     def close(self) -> None:
+        """Clear every phase and stop the status line; returns once the ticker has ended."""
         with self._lock:
             self._phases.clear()
-            self._ticking.clear()
-            if self._status is not None:
-                self._status.stop()
-                self._status = None
+            self._stop.set()
+            ticker, self._ticker = self._ticker, None
+            self._show()  # no phase: stops the status line
+        if ticker is not None:
+            ticker.join()  # outside the lock, which the ticker takes to redraw
 
-    def _tick(self) -> None:
-        while self._ticking.is_set():
-            threading.Event().wait(1.0)
+    def _tick(self, stop: threading.Event) -> None:
+        while not stop.wait(1.0):
             with self._lock:
                 if self._status is not None:
                     self._show()

@@ -274,7 +274,7 @@ class Task(abc.ABC):
             nxt = jax.vmap(self.step)(states, actions)
             seen = Transition(sim=states.sim, action=actions, next_sim=nxt.sim)
             fresh = jax.vmap(self.reset)(rkeys)
-            return _where(nxt.done, fresh, nxt), (seen, nxt.done)
+            return tree_where(nxt.done, fresh, nxt), (seen, nxt.done)
 
         keys = (jax.random.split(k_act, (horizon, num)), jax.random.split(k_again, (horizon, num)))
         _, (seen, done) = jax.lax.scan(advance, states, keys)
@@ -288,8 +288,9 @@ class Task(abc.ABC):
         return jax.tree.map(lambda x: x[idx], flat)
 
 
-def _where(pred: jax.Array, a: PyTree, b: PyTree) -> PyTree:
-    """Per-environment select over a batched pytree: pred bool[N], leaves [N, ...]."""
+def tree_where(pred: jax.Array, a: PyTree, b: PyTree) -> PyTree:
+    """Per-environment select over batched pytrees: ``a``'s leaf where pred, else ``b``'s;
+    pred bool[N], leaves [N, ...]."""
 
     def sel(x: jax.Array, y: jax.Array) -> jax.Array:
         return jnp.where(pred.reshape(pred.shape + (1,) * (x.ndim - pred.ndim)), x, y)

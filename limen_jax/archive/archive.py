@@ -22,6 +22,7 @@ from limen_jax.archive.grid import Grid, GridSpec
 from limen_jax.archive.islands import Migration, migrate, should_migrate
 from limen_jax.archive.selection import Selection, inspirations, select_parent
 from limen_jax.archive.store import ProgramRecord, ProgramStore
+from limen_jax.fields import reject_unknown
 
 FORMAT_VERSION = 1
 
@@ -51,9 +52,7 @@ class ArchiveConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ArchiveConfig:
-        unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
-        if unknown:
-            raise ValueError(f"ArchiveConfig: unknown keys {sorted(unknown)}")
+        reject_unknown(cls, data)
         grid = GridSpec.from_dict(data["grid"]) if "grid" in data else GridSpec()
         return cls(**{**data, "grid": grid})
 

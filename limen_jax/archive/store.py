@@ -12,6 +12,8 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
+from limen_jax.fields import reject_unknown
+
 Stage = Literal["rejected", "short", "full"]
 STAGES: tuple[str, ...] = ("rejected", "short", "full")
 
@@ -92,10 +94,7 @@ class ProgramRecord:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProgramRecord:
         """Inverse of :meth:`to_dict`; unknown keys are an error (a corrupt or foreign file)."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"ProgramRecord: unknown keys {sorted(unknown)}")
+        reject_unknown(cls, data)
         return cls(**data)
 
 

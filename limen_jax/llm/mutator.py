@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from limen_jax.archive.store import ProgramRecord
 
+from limen_jax.fields import reject_unknown
 from limen_jax.modes import PROGRAM_MODES as MODES
 from limen_jax.modes import ProgramMode as Mode
 
@@ -100,9 +101,7 @@ class MutationResponse:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MutationResponse:
-        unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
-        if unknown:
-            raise ValueError(f"MutationResponse: unknown keys {sorted(unknown)}")
+        reject_unknown(cls, data)
         return cls(**data)
 
 

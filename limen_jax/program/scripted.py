@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from limen_jax.task import Task, TaskState, Transition
+from limen_jax.task import Task, TaskState, Transition, tree_where
 
 
 def scripted_transitions(task: Task, key: jax.Array, num: int, horizon: int) -> Transition:
@@ -35,19 +35,10 @@ def scripted_transitions(task: Task, key: jax.Array, num: int, horizon: int) -> 
         t, rkeys = xs
         actions = act(policies, t)
         nxt = jax.vmap(task.step)(states, actions)
-        kept = _where(pick == t, Transition(sim=states.sim, action=actions, next_sim=nxt.sim), kept)
+        kept = tree_where(pick == t, Transition(sim=states.sim, action=actions, next_sim=nxt.sim), kept)
         fresh = jax.vmap(task.reset)(rkeys)
-        return (_where(nxt.done, fresh, nxt), kept), None
+        return (tree_where(nxt.done, fresh, nxt), kept), None
 
     steps = jnp.arange(horizon, dtype=jnp.int32)
     (_, kept), _ = jax.lax.scan(advance, (states, kept), (steps, jax.random.split(k_again, (horizon, num))))
     return kept
-
-
-def _where(pred: jax.Array, a: Any, b: Any) -> Any:
-    """Per-environment select over batched pytrees: pred bool[N], leaves [N, ...]."""
-
-    def sel(x: jax.Array, y: jax.Array) -> jax.Array:
-        return jnp.where(pred.reshape(pred.shape + (1,) * (x.ndim - pred.ndim)), x, y)
-
-    return jax.tree.map(sel, a, b)

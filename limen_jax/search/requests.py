@@ -27,6 +27,7 @@ import dataclasses
 from typing import Any
 
 from limen_jax.archive import ProgramRecord
+from limen_jax.fields import reject_unknown
 
 SOURCES = ("llm", "default", "given")
 
@@ -125,10 +126,7 @@ def request_from_dict(data: dict[str, Any]) -> Request:
         cls = _KINDS[kind]
     except KeyError:
         raise ValueError(f"unknown request kind {kind!r}; expected one of {sorted(_KINDS)}") from None
-    known = {f.name for f in dataclasses.fields(cls) if f.init}
-    unknown = set(data) - known
-    if unknown:
-        raise ValueError(f"{cls.__name__}: unknown keys {sorted(unknown)}")
+    reject_unknown(cls, data)
     return cls(**{k: tuple(v) if k in _TUPLES else v for k, v in data.items()})  # type: ignore[no-any-return]
 
 

@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from programs import two_terms
 from test_evolve import toy_config
 
 import limen_jax as lj
@@ -28,19 +29,6 @@ from fake_anthropic import FakeAnthropic, Reply  # noqa: E402
 
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent.parent), str(HERE)])}
 
-PROGRAM = """\
-import jax.numpy as jnp
-
-def get_observation(state):
-    return jnp.array([state.pos / 10.0, state.goal / 10.0], dtype=jnp.float32)
-
-def compute_reward(state, action, next_state):
-    closer = jnp.abs(state.goal - state.pos) - jnp.abs(next_state.goal - next_state.pos)
-    return {"goal": jnp.asarray(next_state.pos == next_state.goal, jnp.float32),
-            "closer": WEIGHT * closer.astype(jnp.float32)}
-"""
-
-
 class ScriptedModel:
     """A fake model behind the Messages API: every answer is the two-term program with its
     own weight on ``closer`` (0.05, 0.10, ...), so each program's term values are known."""
@@ -52,7 +40,7 @@ class ScriptedModel:
     def __call__(self, body: dict) -> Reply:
         with self.lock:
             weight = 0.05 * next(self.count)
-        code = PROGRAM.replace("WEIGHT", f"{weight:.2f}")
+        code = two_terms(weight)
         return Reply(f"Pay for each step closer, weight {weight:.2f}.\n\n```python\n{code}```\n")
 
 

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
+from cli_runs import assert_same_programs, checkpoint, checkpointed, kill_and_resume
 from toy_task import ToyCorridor
 
 import limen_jax as lj
@@ -18,7 +14,6 @@ from limen_jax.evolve import main
 from limen_jax.llm import MutationResponse
 from limen_jax.train import main as train_main
 
-HERE = Path(__file__).parent
 TINY_PPO = {"num_envs": 32, "rollout_len": 8, "epochs": 2, "minibatches": 2, "eval_episodes": 32,
             "actor_hidden": [16, 16], "critic_hidden": [16, 16]}
 TOY = {
@@ -108,38 +103,11 @@ def test_replay_from_the_cache_reproduces_the_run_exactly(toy_run, tmp_path):
 
 def test_kill_9_then_resume_finishes_the_same_run(toy_run, tmp_path):
     run_dir = tmp_path / "killed"
-    cfg_file = tmp_path / "cfg.json"
-    cfg = toy_config()
-    cfg_file.write_text(json.dumps({k: v for k, v in cfg.items() if k != "preset"}))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent.parent), str(HERE)])}
-    cmd = [sys.executable, "-m", "limen_jax.evolve", "--task", "toy_task:ToyCorridor", "--config", str(cfg_file),
-           "--run-dir", str(run_dir)]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    state = run_dir / "state.json"
-    deadline = time.time() + 240
-    while time.time() < deadline and proc.poll() is None:
-        if state.exists() and json.loads(state.read_text())["iteration"] >= 0:
-            break
-        time.sleep(0.2)
-    assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    done_before = json.loads(state.read_text())["iteration"]
-    assert done_before < 1
-    out = subprocess.run([sys.executable, "-m", "limen_jax.evolve", "--resume", str(run_dir)], env=env,
-                         capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
-    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
-    assert [e["from_iteration"] for e in events if e["event"] == "run_resume"] == [done_before + 1]
-    final = json.loads(state.read_text())
-    assert final["iteration"] == 1
-    records = final["archive"]["programs"]
-    assert sorted(r["id"] for r in records) == sorted(r.id for r in toy_run.records)
+    killed = kill_and_resume(run_dir, toy_config(), checkpointed(0))
+    assert killed["iteration"] < 1
+    assert checkpoint(run_dir)["iteration"] == 1
     # the same seed makes the same choices: the resumed run equals the uninterrupted one
-    by_id = {r["id"]: r for r in records}
-    for r in toy_run.records:
-        assert by_id[r.id]["code"] == r.code
-        assert by_id[r.id]["success_per_seed"] == r.success_per_seed
+    assert_same_programs(run_dir, toy_run.records, lambda r: (r.code, r.success_per_seed))
 
 
 class BrokenMutator:

@@ -6,16 +6,13 @@ resumed, replayed; with an LLM: what each role sees, as sent to a local Messages
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_runs import assert_same_programs, checkpoint, checkpointed, kill_and_resume
 from test_evolve import toy_config
 from toy_task import ToyCorridor
 
@@ -298,47 +295,14 @@ def test_each_role_sees_what_the_paper_gives_it_as_sent_to_the_api(tmp_path):
     assert sorted(u for _, u in sent[4:]) == sorted(expected)
 
 
-def cli_kill_and_resume(tmp_path, config, strategy, sets=()):
-    """Run ``python -m limen_jax.evolve --strategy <strategy>`` on the toy corridor, SIGKILL it
-    once a batch is checkpointed, ``--resume`` it; returns (run dir, the checkpoint when killed)."""
-    root = Path(__file__).parent.parent.parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(Path(__file__).parent),
-                                                        os.environ.get("PYTHONPATH", "")])}
-    (tmp_path / "cfg.json").write_text(json.dumps(config))
-    run_dir = tmp_path / "cli"
-    cmd = [sys.executable, "-m", "limen_jax.evolve", "--task", "toy_task:ToyCorridor", "--config",
-           str(tmp_path / "cfg.json"), "--strategy", strategy, *(x for s in sets for x in ("--set", s)),
-           "--run-dir", str(run_dir)]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    state = run_dir / "state.json"
-    deadline = time.time() + 600
-    while time.time() < deadline and proc.poll() is None:
-        if state.exists() and json.loads(state.read_text())["iteration"] >= 1:
-            break
-        time.sleep(0.05)
-    assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    killed = json.loads(state.read_text())
-    out = subprocess.run([sys.executable, "-m", "limen_jax.evolve", "--resume", str(run_dir)], env=env,
-                         capture_output=True, text=True, timeout=900)
-    assert out.returncode == 0, out.stderr[-2000:]
-    resumes = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-    assert [e["from_iteration"] for e in resumes if e["event"] == "run_resume"] == [killed["iteration"] + 1]
-    return run_dir, killed
-
-
 @pytest.mark.slow
 def test_the_cli_runs_it_and_a_kill_9_mid_pool_resumes_to_the_same_run(forge_run, tmp_path):
-    run_dir, killed = cli_kill_and_resume(tmp_path, {**FORGE, "search": {**FORGE["search"], "options": {}}},
-                                          "forge", ["search.options.components=3", "search.options.patience=3"])
+    run_dir = tmp_path / "cli"
+    killed = kill_and_resume(run_dir, {**FORGE, "search": {**FORGE["search"], "options": {}}}, checkpointed(1),
+                             ["--strategy", "forge", "--set", "search.options.components=3",
+                              "--set", "search.options.patience=3"])
     assert killed["iteration"] < 3 and killed["strategy"]["components"]
-    final = json.loads((run_dir / "state.json").read_text())
-    assert final["strategy"] == json.loads((forge_run.run_dir / "state.json").read_text())["strategy"]
-    records = {r["id"]: r for r in final["archive"]["programs"]}
-    assert sorted(records) == sorted(r.id for r in forge_run.records)
-    for r in forge_run.records:
-        mine = records[r.id]
-        assert (mine["code"], mine["parent_ids"], mine["success_per_seed"], mine["metadata"]["depth"]) == (
-            r.code, r.parent_ids, r.success_per_seed, r.metadata["depth"])
+    assert checkpoint(run_dir)["strategy"] == checkpoint(forge_run.run_dir)["strategy"]
+    assert_same_programs(run_dir, forge_run.records,
+                         lambda r: (r.code, r.parent_ids, r.success_per_seed, r.metadata["depth"]))
     assert (run_dir / "depth.png").stat().st_size > 0

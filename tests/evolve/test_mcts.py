@@ -8,15 +8,12 @@ from __future__ import annotations
 import collections
 import json
 import math
-import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_runs import kill_9, logged, resume_cli
 from test_evolve import toy_config
 from toy_task import ToyCorridor
 
@@ -33,8 +30,6 @@ from limen_jax.search.requests import Outcome, ProgramRequest, TextRequest
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent / "llm"))
 from fake_anthropic import FakeAnthropic, Reply  # noqa: E402
-
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent.parent), str(HERE)])}
 
 
 def hand_tree() -> T.Tree:
@@ -339,24 +334,10 @@ def test_a_replayed_run_grows_the_same_tree(whole, tmp_path):
 @pytest.mark.slow
 def test_cli_run_killed_with_9_then_resumed_continues_the_identical_tree(whole, tmp_path):
     run_dir = tmp_path / "run"
-    (tmp_path / "cfg.json").write_text(json.dumps(CONFIG))
-    proc = subprocess.Popen([sys.executable, "-m", "limen_jax.evolve", "--task", "toy_task:ToyCorridor",
-                             "--strategy", "mcts", "--config", str(tmp_path / "cfg.json"), "--run-dir", str(run_dir)],
-                            env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.time() + 400
-    log = run_dir / "events.jsonl"
-    while time.time() < deadline and proc.poll() is None:  # kill while the expansion trains
-        lines = log.read_text().splitlines() if log.exists() else []
-        if any('"program"' in x and '"it0002' in x for x in lines):
-            break
-        time.sleep(0.02)
-    assert proc.poll() is None, proc.stderr.read().decode()[-2000:]  # type: ignore[union-attr]
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert tree_of(run_dir)["phase"] == "verify"  # the last checkpoint: the first level, verified
-    out = subprocess.run([sys.executable, "-m", "limen_jax.evolve", "--resume", str(run_dir)], env=ENV,
-                         capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
+    # killed while the expansion trains: the last checkpoint is the first level, verified
+    killed = kill_9(run_dir, CONFIG, logged("program", "it0002"), ["--strategy", "mcts"])
+    assert killed is not None and killed["strategy"]["phase"] == "verify"
+    out = resume_cli(run_dir)
     assert "finished early: budget of 10 programs expanded" in out.stdout
     assert brief(lj.resume(run_dir, verbose=False)) == brief(whole)
     assert tree_of(run_dir) == tree_of(whole.run_dir)

@@ -11,8 +11,9 @@ import math
 
 import numpy as np
 import pytest
+from cli_runs import assert_same_programs, checkpoint, checkpointed, events, kill_and_resume
 from test_evolve import toy_config
-from test_forge import cli_kill_and_resume, scored, view_of
+from test_forge import scored, view_of
 
 import limen_jax as lj
 from limen_jax.archive import ProgramRecord, program_id
@@ -154,10 +155,6 @@ def portfolio_run(tmp_path_factory):
     return lj.evolve("toy_corridor", PORTFOLIO, run_dir=tmp_path_factory.mktemp("portfolio") / "a", verbose=False)
 
 
-def events(run_dir):
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-
-
 @pytest.mark.slow
 def test_a_run_gives_every_member_slots_and_credits_each_for_its_children(portfolio_run):
     d = portfolio_run.run_dir
@@ -211,11 +208,10 @@ def test_a_stopped_run_resumes_its_members_to_the_same_run_and_replays(portfolio
 
 @pytest.mark.slow
 def test_the_cli_runs_it_and_a_kill_9_resumes_to_the_same_run(portfolio_run, tmp_path):
+    run_dir = tmp_path / "cli"
     config = {**PORTFOLIO, "search": {**PORTFOLIO["search"], "options": {}}}
-    run_dir, killed = cli_kill_and_resume(tmp_path, config, "portfolio",
-                                          ["search.options.members=map_elites,greedy,independent,forge"])
+    killed = kill_and_resume(run_dir, config, checkpointed(1), ["--strategy", "portfolio", "--set",
+                                                                "search.options.members=map_elites,greedy,independent,forge"])
     assert killed["iteration"] < 3
-    final = json.loads((run_dir / "state.json").read_text())
-    assert final["strategy"] == json.loads((portfolio_run.run_dir / "state.json").read_text())["strategy"]
-    assert sorted((r["id"], r["code"], r["success_per_seed"]) for r in final["archive"]["programs"]) == sorted(
-        (r.id, r.code, r.success_per_seed) for r in portfolio_run.records)
+    assert checkpoint(run_dir)["strategy"] == checkpoint(portfolio_run.run_dir)["strategy"]
+    assert_same_programs(run_dir, portfolio_run.records, lambda r: (r.code, r.success_per_seed))

@@ -8,6 +8,8 @@ import os
 import pty
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 from limen_jax.progress import Progress
@@ -38,6 +40,24 @@ def test_off_a_terminal_each_phase_is_one_plain_line():
     quiet = io.StringIO()
     Progress(enabled=False, stream=quiet).set("ask", "x")
     assert quiet.getvalue() == ""
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_close_ends_the_ticker_at_once_not_at_its_next_second():
+    screen = Terminal()
+    p = Progress(stream=screen)
+    p.set("train", lambda: "iter 0: training")
+    tickers = [t for t in threading.enumerate() if t.name == "limen-progress"]
+    assert len(tickers) == 1 and tickers[0].is_alive()
+    start = time.perf_counter()
+    p.close()
+    took = time.perf_counter() - start
+    assert took < 0.25 and not tickers[0].is_alive()  # the ticker waits 1 s between redraws
+    assert "iter 0: training" in screen.getvalue()
 
 
 def _env() -> dict[str, str]:

@@ -10,14 +10,11 @@ by a subprocess through ``importlib.metadata`` on its PYTHONPATH."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
+from cli_runs import assert_same_programs, checkpoint, checkpointed, cli_env, events, kill_and_resume
 from test_evolve import toy_config
 
 import limen_jax as lj
@@ -39,35 +36,13 @@ def dist_info(root: Path) -> Path:
     return root
 
 
-def events(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
-
-
 def test_a_plugin_strategy_runs_from_the_cli_survives_kill_9_and_matches_the_object_run(tmp_path):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, [ROOT, HERE, ROOT / "examples",
-                                                                  dist_info(tmp_path / "site")]))}
-    (tmp_path / "cfg.json").write_text(json.dumps(CONFIG))
     run_dir = tmp_path / "cli"
-    cmd = [sys.executable, "-m", "limen_jax.evolve", "--task", "toy_task:ToyCorridor", "--config",
-           str(tmp_path / "cfg.json"), "--strategy", "plan_then_mutate", "--set", "search.options.k=1",
-           "--set", "search.options.retrain_seeds=2", "--run-dir", str(run_dir)]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    state = run_dir / "state.json"
-    deadline = time.time() + 300
-    while time.time() < deadline and proc.poll() is None:
-        if state.exists() and json.loads(state.read_text())["iteration"] >= 2:
-            break
-        time.sleep(0.1)
-    assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    killed_at = json.loads(state.read_text())
-    assert killed_at["iteration"] < 4 and killed_at["strategy"]["plan"].startswith("Offline plan:")
-    out = subprocess.run([sys.executable, "-m", "limen_jax.evolve", "--resume", str(run_dir)], env=env,
-                         capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert [e["from_iteration"] for e in events(run_dir) if e["event"] == "run_resume"] == [killed_at["iteration"] + 1]
-    final = json.loads(state.read_text())
+    killed = kill_and_resume(run_dir, CONFIG, checkpointed(2),
+                             ["--strategy", "plan_then_mutate", "--set", "search.options.k=1",
+                              "--set", "search.options.retrain_seeds=2"],
+                             env=cli_env(ROOT / "examples", dist_info(tmp_path / "site")))
+    assert killed["iteration"] < 4 and killed["strategy"]["plan"].startswith("Offline plan:")
     config = json.loads((run_dir / "config.json").read_text())
     assert config["search"]["strategy"] == "plan_then_mutate" and config["search"]["options"] == {"k": 1,
                                                                                                    "retrain_seeds": 2}
@@ -76,13 +51,9 @@ def test_a_plugin_strategy_runs_from_the_cli_survives_kill_9_and_matches_the_obj
     # the same strategy, handed in as an object, uninterrupted: the same run
     strategy = PlanThenMutate(PlanThenMutate.Options(k=1, retrain_seeds=2))
     same = lj.evolve("toy_corridor", CONFIG, run_dir=tmp_path / "object", strategy=strategy, verbose=False)
-    records = {r["id"]: r for r in final["archive"]["programs"]}
-    assert sorted(records) == sorted(r.id for r in same.records) == [f"it000{i}-c00" for i in range(1, 5)]
-    for r in same.records:
-        mine = records[r.id]
-        assert (mine["code"], mine["success_per_seed"], mine["parent_ids"], mine["evaluations"]) == (
-            r.code, r.success_per_seed, r.parent_ids, r.evaluations)
-    assert final["strategy"] == strategy.to_dict()
+    assert sorted(r.id for r in same.records) == [f"it000{i}-c00" for i in range(1, 5)]
+    assert_same_programs(run_dir, same.records, lambda r: (r.code, r.success_per_seed, r.parent_ids, r.evaluations))
+    assert checkpoint(run_dir)["strategy"] == strategy.to_dict()
 
     # text requests are recorded like programs: a replay from the cache is the same run, at no cost
     replay = PlanThenMutate(PlanThenMutate.Options(k=1, retrain_seeds=2))

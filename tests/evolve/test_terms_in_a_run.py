@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from programs import two_terms
 from test_evolve import toy_config
 
 import limen_jax as lj
@@ -19,17 +20,7 @@ from limen_jax.llm import MutationResponse
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
 
-TERMS = """\
-import jax.numpy as jnp
-
-def get_observation(state):
-    return jnp.array([state.pos / 10.0, state.goal / 10.0], dtype=jnp.float32)
-
-def compute_reward(state, action, next_state):
-    closer = jnp.abs(state.pos - state.goal) - jnp.abs(next_state.pos - next_state.goal)
-    return {"goal": jnp.asarray(next_state.pos == next_state.goal, jnp.float32),
-            "closer": 0.1 * closer.astype(jnp.float32)}
-"""
+TERMS = two_terms(0.1)
 
 
 class WritesTerms:
@@ -71,7 +62,9 @@ def test_dict_terms_train_show_their_curves_and_the_best_policy_rolls_out(tmp_pa
     assert kept == ["it0000-c00", "it0001-c00"]
     assert sorted(p.name for p in (run.run_dir / "policies" / run.best.id).iterdir()) == ["seed0", "seed1"]
     events = [json.loads(x) for x in (run.run_dir / "events.jsonl").read_text().splitlines()]
-    assert sorted({e["id"] for e in events if e["event"] == "policy"}) == kept
+    # one event per kept program, naming its seeds
+    policies = [(e["id"], e["seeds"], e["path"]) for e in events if e["event"] == "policy"]
+    assert sorted(policies) == [(pid, [0, 1], f"policies/{pid}") for pid in kept]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}
     out = subprocess.run([sys.executable, "-m", "limen_jax.rollout", str(run.run_dir), run.best.id, "--episodes",
                           "16", "--json"], env=env, capture_output=True, text=True, timeout=300)
