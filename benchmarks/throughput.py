@@ -31,7 +31,7 @@ from _xland_interfaces import evolved_size, evolved_size_terms  # noqa: E402
 
 import limen_jax as lj  # noqa: E402
 from limen_jax.rl import BatchTrainer, PPOConfig  # noqa: E402
-from limen_jax.rl.env import tree_where  # noqa: E402
+from limen_jax.task import tree_where  # noqa: E402
 
 
 def raw_throughput(task, num_envs: int, steps: int, repeats: int) -> float:

@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from limen_jax.task import Task, Transition
+from limen_jax.task import Task, Transition, tree_where
 
 SOURCES = ("expert", "random", "learner")
 FILENAME = "demos.npz"
@@ -85,7 +85,7 @@ def _rollout_fn(task: Task, policy: PolicyFn, episodes: int) -> Any:
             alive = ~ended
             done = nxt.done | (length + 1 >= task.episode_length)
             seen = Transition(sim=state.sim, action=actions, next_sim=nxt.sim)
-            keep = jax.tree.map(lambda a, b: jnp.where(_bcast(ended, a), a, b), state, nxt)
+            keep = tree_where(ended, state, nxt)
             return (keep, ended | done, length + alive.astype(jnp.int32)), (seen, alive)
 
         keys = jax.random.split(k_act, (task.episode_length, episodes))
@@ -100,10 +100,6 @@ def _plain(x: jax.Array) -> jax.Array:
     """A typed PRNG key leaf (xminigrid's ``state.key``) as its raw uint32 data: numpy
     and npz hold no key dtype; programs never read it."""
     return jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x
-
-
-def _bcast(pred: jax.Array, x: jax.Array) -> jax.Array:
-    return pred.reshape(pred.shape + (1,) * (x.ndim - pred.ndim))
 
 
 def random_policy(task: Task) -> PolicyFn:
@@ -284,7 +280,7 @@ def learner_rollout(task: Task, interface: Any, policy: Any, key: jax.Array, epi
             nxt = jax.vmap(task.step)(ts, action)
             alive = ~ended
             done = nxt.done | (t + 1 >= task.episode_length)
-            keep = jax.tree.map(lambda a, b: jnp.where(_bcast(ended, a), a, b), ts, nxt)
+            keep = tree_where(ended, ts, nxt)
             seen = Transition(sim=ts.sim, action=action, next_sim=nxt.sim)
             zeros = jnp.zeros((episodes,), jnp.float32)
             return (keep, h, raw, zeros, ended | done, length + alive.astype(jnp.int32), t + 1), (seen, alive)

@@ -24,13 +24,13 @@ import optax
 
 from limen_jax.rl.compiled import CompileOnce
 from limen_jax.rl.config import PPOConfig
-from limen_jax.rl.env import EnvState, ResetPool, take_fresh, tree_where, vmap_lead
+from limen_jax.rl.env import EnvState, ResetPool, take_fresh, vmap_lead
 from limen_jax.rl.networks import ActorCritic
 from limen_jax.rl.normalize import Moments, ObsStats, batch_moments, init_stats, normalize, update_stats
 from limen_jax.rl.ppo import Batch, FlatTree
 from limen_jax.rl.state import Acted, Rollout, TrainState
 from limen_jax.rl.update import finish_update, stack_records
-from limen_jax.task import Task, TaskState
+from limen_jax.task import Task, TaskState, tree_where
 from limen_jax.xla_options import run_once
 
 PyTree = Any

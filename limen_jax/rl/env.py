@@ -34,15 +34,6 @@ def vmap_lead(fn: Callable[..., Any], n: int) -> Callable[..., Any]:
     return fn
 
 
-def tree_where(pred: jax.Array, a: PyTree, b: PyTree) -> PyTree:
-    """Select a or b per batch element: pred bool[*L], leaves [*L, ...]."""
-
-    def sel(x: jax.Array, y: jax.Array) -> jax.Array:
-        return jnp.where(pred.reshape(pred.shape + (1,) * (x.ndim - pred.ndim)), x, y)
-
-    return jax.tree.map(sel, a, b)
-
-
 class BatchedInterface:
     """K interfaces over a leading candidate axis; observations padded to ``width``.
 
