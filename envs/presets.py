@@ -21,14 +21,25 @@ XLAND_CPU: dict[str, Any] = dict(
     activation="tanh", actor_hidden=(64, 64), critic_hidden=(64, 64),
 )  # fmt: skip
 
-# Paper App. A / xminigrid's recurrent PPO: value clipping uses the policy clip range,
-# no observation normalisation.
+# The paper's reference (Lossfunk/LIMEN configs/*.yaml, limen/train.py, limen/nn.py;
+# docs/fidelity.md cites each line): xminigrid's recurrent PPO. Value clipping uses the
+# policy clip range, no observation normalisation, Adam eps 1e-8; the GRU sees the
+# previous reward and keeps its state across episode ends; a horizon cut is terminal.
 XLAND_PAPER: dict[str, Any] = dict(
-    num_envs=8192, rollout_len=16, epochs=1, minibatches=16, lr=1e-3, anneal_lr=True,
+    num_envs=8192, rollout_len=16, epochs=1, minibatches=16, lr=1e-3, anneal_lr=True, adam_eps=1e-8,
     gamma=0.99, gae_lambda=0.95, clip_eps=0.2, vf_clip=0.2, ent_coef=0.01, vf_coef=0.5,
     max_grad_norm=0.5, adv_norm="minibatch", normalize_obs=False, network="gru",
     gru_encoder=(256, 256), gru_action_embed=16, gru_hidden=512, gru_head_hidden=256,
+    feed_prev_reward=True, carry_across_episodes=True, bootstrap_truncation=False, eval_episodes=50,
 )  # fmt: skip
+
+
+def xland_paper(size: int) -> dict[str, Any]:
+    """XLAND_PAPER for a ``size`` x ``size`` grid: the reference trains at xminigrid's
+    default horizon, 3 x height x width steps (243 for 9x9, 507 for 13x13), and judges
+    success at the task's own horizon (80 or 400 steps)."""
+    return {**XLAND_PAPER, "train_horizon": 3 * size * size}
+
 
 # Brax PPO semantics: an update holds batch_size x num_minibatches unrolls. Go1: 256 x 32
 # unrolls of 20 = 163,840 steps = 4096 envs x 40 steps; 4 passes ("updates per batch").

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from limen_envs import xland_catalog, xland_expert
-from limen_envs.presets import XLAND_CPU, XLAND_PAPER, cpu_budget, paper_budget
+from limen_envs.presets import XLAND_CPU, cpu_budget, paper_budget, xland_paper
 from xminigrid.core.actions import take_action
 from xminigrid.core.constants import DIRECTIONS, NUM_COLORS, NUM_TILES, TILES_REGISTRY, Colors, Tiles
 from xminigrid.core.goals import AgentHoldGoal, BaseGoal, TileNearGoal
@@ -58,8 +58,8 @@ _CONTEXT = """\
 
 {goal_desc}
 
-The episode ends with success as soon as the goal is achieved; otherwise it is cut at
-{horizon} steps (the same horizon is used for training and evaluation). Object
+The episode ends with success as soon as the goal is achieved; success counts only
+within {horizon} steps (evaluation cuts episodes there; training may run them longer). Object
 positions and the agent's start pose are randomised every episode.
 
 ### State (argument `state`, an xminigrid `State`)
@@ -112,7 +112,7 @@ class XLandTask(Task):
     init_tiles: tuple[tuple[int, int], ...] = ()
     action_space = Discrete(6)
     action_names = ACTION_NAMES
-    ppo_presets = {"cpu": XLAND_CPU, "paper": XLAND_PAPER}
+    ppo_presets = {"cpu": XLAND_CPU, "paper": xland_paper(9)}
     goal_desc = ""
     rules_desc = ""
 
@@ -269,6 +269,7 @@ class XLandHard(XLandTask):
     grid_type = "R4"
     size = 13
     episode_length = 400
+    ppo_presets = {"cpu": XLAND_CPU, "paper": xland_paper(13)}
     # cpu preset: 18 programs of 1M steps x 2 seeds (wall and best over search seeds: docs/evolution.md)
     budgets = {"paper": paper_budget(3_000_000, 5_000_000, 0.01), "cpu": cpu_budget(1_000_000, 5, 3, 0.01)}
     reward_ast_bin_width = 60  # its reference reward has 956 nodes: bin 15 (see XLandMedium)

@@ -43,7 +43,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="ablation: keep the program's observation, reward, both, or neither")  # fmt: skip
     p.add_argument("--seeds", type=int, default=3, help="number of seeds (0..S-1 plus --seed-offset)")
     p.add_argument("--seed-offset", type=int, default=0)
-    p.add_argument("--steps", type=int, default=1_000_000, help="env steps per seed")
+    p.add_argument("--steps", type=int, default=None,
+                   help="env steps per seed (default: the task's full budget at --preset paper, else 1,000,000)")
     p.add_argument("--preset", default="cpu", choices=["cpu", "paper"])
     p.add_argument("--ppo", nargs="*", default=[], metavar="KEY=VALUE", help="PPOConfig overrides")
     p.add_argument("--rollout", default="auto", choices=["auto", "split", "fused"],
@@ -71,7 +72,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, float]]
     bad value raises :class:`BadInput` naming it, before anything trains or is written."""
     if args.seeds < 1:
         raise BadInput(f"--seeds must be at least 1, got {args.seeds}")
-    if args.steps < 1:
+    if args.steps is not None and args.steps < 1:
         raise BadInput(f"--steps must be at least 1, got {args.steps}")
     if args.save_policy is not None and args.save_policy.exists() and not args.save_policy.is_dir():
         raise BadInput(f"--save-policy: {args.save_policy} exists and is not a directory")
@@ -107,6 +108,8 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, float]]
             iface = compile_interface(source, task, mode=args.mode, name=args.interface.stem)
         except ProgramError as exc:
             raise BadInput(f"interface rejected: {exc}") from None
+    if args.steps is None:
+        args.steps = _default_steps(task, args.preset)
     config = PPOConfig.preset(task.name, args.preset)
     overrides = {k: _literal(v) for k, v in _pairs(args.ppo, "--ppo").items()}
     try:
@@ -114,6 +117,17 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, float]]
     except (TypeError, ValueError) as exc:
         raise BadInput(f"--ppo: {exc}") from None
     return task, iface, config, perturb
+
+
+def _default_steps(task: Any, preset: str) -> int:
+    """The paper preset trains a task's full paper budget (xland_medium 2M, xland_hard 5M);
+    the cpu preset, or a task that declares no paper budget, 1M steps."""
+    from limen_jax.registry import task_facts
+
+    facts = task_facts(task.name)
+    if preset == "paper" and facts is not None and "paper" in facts.budgets:
+        return int(facts.budget("paper").full_steps)
+    return 1_000_000
 
 
 def _number(value: str, flag: str, key: str) -> float:

@@ -52,6 +52,16 @@ class PPOConfig:
     gru_hidden: int = 512
     gru_head_hidden: int = 256
     feed_prev_reward: bool = False  # off: it leaks the evolved reward into the observation
+    # On: the GRU state, previous action and previous reward run on across episode ends
+    # in training (xland-minigrid's recurrent PPO, the paper's reference); each
+    # evaluation episode still starts from zeros. Off: all three restart with each episode.
+    carry_across_episodes: bool = False
+    # Training episodes are cut after this many steps; None: the task's episode_length.
+    # Success is always judged at episode_length (an episode that succeeds later fails).
+    train_horizon: int | None = None
+    # On: a horizon cut bootstraps from V of the true next state; off: it is treated as
+    # terminal (the paper's reference, whose GAE stops at every episode end).
+    bootstrap_truncation: bool = True
     # Fresh episode starts drawn per rollout, as a multiple of num_envs, handed out in
     # order to the envs whose episode ends (wrapping around if more end); 0 = reset
     # every env at every step (exact, but resets dominate the cost of some simulators).
@@ -70,6 +80,8 @@ class PPOConfig:
         for name in ("num_envs", "rollout_len", "epochs", "minibatches", "eval_episodes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
+        if self.train_horizon is not None and self.train_horizon < 1:
+            raise ValueError("train_horizon must be >= 1 (or None: the task's episode_length)")
         if self.reset_pool < 0:
             raise ValueError("reset_pool must be >= 0")
         split = self.num_envs if self.network == "gru" else self.num_envs * self.rollout_len

@@ -53,9 +53,11 @@ class Core:
         # then computes exactly what it did before terms existed)
         self.num_terms = int(num_terms)
         self.net = ActorCritic(config, task.action_space)
-        self.horizon = int(task.episode_length)
-        if self.horizon < 1:
-            raise ValueError(f"task {task.name!r} has episode_length {self.horizon}")
+        # success is judged at the task's horizon; training may run longer episodes
+        self.eval_horizon = int(task.episode_length)
+        if self.eval_horizon < 1:
+            raise ValueError(f"task {task.name!r} has episode_length {self.eval_horizon}")
+        self.horizon = int(config.train_horizon or self.eval_horizon)
         self.optimizer = optax.chain(
             optax.clip_by_global_norm(config.max_grad_norm), optax.scale_by_adam(eps=config.adam_eps)
         )

@@ -4,7 +4,8 @@ Each slot (candidate k, seed s) runs ``config.eval_episodes`` new episodes, one 
 environment, for at least ``task.episode_length`` steps, acting with actions *sampled*
 from the policy (what the paper measures; ``config.eval_deterministic`` takes the mode
 instead). A slot's score is the fraction of its episodes whose ``TaskState.success``
-holds when the episode ends. Episodes derive from ``fold_in(key, seed)``, so every
+holds when the episode ends within ``task.episode_length`` steps (training episodes may
+run longer: ``PPOConfig.train_horizon``). Episodes derive from ``fold_in(key, seed)``, so every
 candidate trained with the same seed is judged on the same start states.
 
 The episodes run through the training rollout itself (per step ``act``, the kernel and
@@ -77,17 +78,20 @@ def eval_start(
     return ro, Score(jnp.ones(shape, bool), jnp.zeros(shape, bool), jnp.zeros(shape, jnp.float32), terms)
 
 
-def eval_tally(score: Score, extra: dict[str, jax.Array]) -> Score:
+def eval_tally(score: Score, extra: dict[str, jax.Array], limit: int | None = None) -> Score:
     """Fold a chunk of rollout records (``extra`` of :meth:`Core.settle`, stacked per slot
-    [K, S, T, N]) into the score, step by step."""
+    [K, S, T, N]) into the score, step by step. ``limit``: an episode that ends after
+    this many steps counts as a failure (training episodes may be longer than the task's
+    horizon, ``PPOConfig.train_horizon``); None: no limit."""
 
     def step(s: Score, e: tuple[jax.Array, ...]) -> tuple[Score, None]:
-        end, success, ret, *terms = e
+        end, success, ret, length, *terms = e
         ended = s.alive & end
+        won = (success > 0) & (length <= limit) if limit is not None else success > 0
         kept = jnp.where(ended[..., None], terms[0], s.terms) if terms and s.terms is not None else None
-        return Score(s.alive & ~end, jnp.where(ended, success > 0, s.success), jnp.where(ended, ret, s.returns),
+        return Score(s.alive & ~end, jnp.where(ended, won, s.success), jnp.where(ended, ret, s.returns),
                      kept), None  # fmt: skip
 
-    names = ("end", "ep_success", "ep_return") + (("ep_terms",) if score.terms is not None else ())
+    names = ("end", "ep_success", "ep_return", "ep_length") + (("ep_terms",) if score.terms is not None else ())
     xs = tuple(jnp.moveaxis(extra[k], 2, 0) for k in names)
     return jax.lax.scan(step, score, xs)[0]

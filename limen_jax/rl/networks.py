@@ -179,6 +179,34 @@ class MLPActorCritic(nn.Module):
         return {**dict.fromkeys(hidden, float(np.sqrt(2))), "actor_out": 0.01, "critic_out": 1.0}
 
 
+class GRUCell(nn.Module):
+    """A GRU cell with its three gates' weights stacked, as xland-minigrid's (the paper's
+    reference): x float32[B, I], h float32[B, H] -> h' float32[B, H].
+
+    r = sigmoid(x Wi_r + bi_r + h Wh_r), z = sigmoid(x Wi_z + bi_z + h Wh_z),
+    n = tanh(x Wi_n + bi_n + r (h Wh_n + bn)), h' = (1 - z) n + z h.
+    Wi float32[I, 3H] is Glorot-normal over the stacked matrix, Wh float32[H, 3H] has
+    orthonormal rows (the stacked matrix is orthogonal, not each gate's block); biases 0.
+    """
+
+    hidden: int
+
+    @nn.compact
+    def __call__(self, h: jax.Array, x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        H = self.hidden
+        wi = self.param("Wi", nn.initializers.glorot_normal(), (x.shape[-1], 3 * H), jnp.float32)
+        wh = self.param("Wh", orthogonal(), (H, 3 * H), jnp.float32)
+        bi = self.param("bi", nn.initializers.zeros, (3 * H,), jnp.float32)
+        bn = self.param("bn", nn.initializers.zeros, (H,), jnp.float32)
+        ir, iz, i_n = jnp.split(x @ wi + bi, 3, axis=-1)
+        hr, hz, h_n = jnp.split(h @ wh, 3, axis=-1)
+        r = nn.sigmoid(ir + hr)
+        z = nn.sigmoid(iz + hz)
+        n = nn.tanh(i_n + r * (h_n + bn))
+        h = (1.0 - z) * n + z * h
+        return h, h
+
+
 class _ScannedGRU(nn.Module):
     """A GRU over time (axis 0) whose state is zeroed where ``first`` marks an episode start."""
 
@@ -189,14 +217,17 @@ class _ScannedGRU(nn.Module):
     def __call__(self, carry: jax.Array, xs: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
         inputs, first = xs
         carry = jnp.where(first[..., None], 0.0, carry)
-        cell = nn.GRUCell(features=self.hidden, recurrent_kernel_init=orthogonal(), name="cell")
-        carry, out = cell(carry, inputs)
-        return carry, out
+        return GRUCell(self.hidden, name="cell")(carry, inputs)
 
 
 class GRUActorCritic(nn.Module):
-    """Paper App. A: obs encoder (Dense-ReLU-Dense), previous-action embedding, GRU,
-    actor and critic heads (Dense-tanh-Dense). Inputs are time-major [T, B, ...]."""
+    """Paper App. A, as its reference code builds it: obs encoder (Dense-ReLU per layer),
+    previous-action embedding (and optionally the previous reward), GRU, actor and critic
+    heads (Dense-tanh-Dense). Inputs are time-major [T, B, ...].
+
+    ``carry_across_episodes``: ignore ``first``, so the GRU state, previous action and
+    reward run on across episode ends (the reference's training); the caller starts an
+    evaluation episode from zeros (action index 0, as the reference does)."""
 
     param_dim: int
     num_actions: int | None  # None for continuous actions (the previous action is a vector)
@@ -205,6 +236,7 @@ class GRUActorCritic(nn.Module):
     hidden: int
     head_hidden: int
     feed_prev_reward: bool = False
+    carry_across_episodes: bool = False
 
     @nn.compact
     def __call__(
@@ -215,11 +247,11 @@ class GRUActorCritic(nn.Module):
         prev_reward: jax.Array,
         first: jax.Array,
     ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        if self.carry_across_episodes:
+            first = jnp.zeros_like(first)
         x = obs
         for i, h in enumerate(self.encoder):
-            x = _dense(h, f"encoder_{i}")(x)
-            if i < len(self.encoder) - 1:
-                x = nn.relu(x)
+            x = nn.relu(_dense(h, f"encoder_{i}")(x))
         if self.num_actions is not None:
             # index num_actions means "no previous action" (episode start)
             a = jnp.where(first, self.num_actions, prev_action)
@@ -239,9 +271,10 @@ class GRUActorCritic(nn.Module):
 
     def kernel_scales(self) -> dict[str, float]:
         """The orthogonal scale of each Dense layer's kernel drawn by ActorCritic.init_padded
-        (the GRU cell and a continuous action's embedding keep flax's initialisers)."""
-        hidden = [f"encoder_{i}" for i in range(len(self.encoder))] + ["actor_head", "critic_head"]
-        return {**dict.fromkeys(hidden, float(np.sqrt(2))), "actor_out": 0.01, "critic_out": 1.0}
+        (the GRU cell and a continuous action's embedding keep their own initialisers):
+        the reference's, sqrt(2) for the encoder, 2 for both heads' hidden layers."""
+        encoder = dict.fromkeys((f"encoder_{i}" for i in range(len(self.encoder))), float(np.sqrt(2)))
+        return {**encoder, "actor_head": 2.0, "critic_head": 2.0, "actor_out": 0.01, "critic_out": 1.0}
 
 
 # --- the trainer-facing wrapper ----------------------------------------------------------
@@ -267,6 +300,7 @@ class ActorCritic:
                 hidden=config.gru_hidden,
                 head_hidden=config.gru_head_hidden,
                 feed_prev_reward=config.feed_prev_reward,
+                carry_across_episodes=config.carry_across_episodes,
             )
             self.carry_dim = config.gru_hidden
             self.input_layers: tuple[str, ...] = ("encoder_0",)

@@ -391,7 +391,7 @@ class BatchTrainer:
         (K, S, num_terms) in :attr:`term_names` order per candidate (None when no
         candidate has terms)."""
         E = self.config.eval_episodes
-        score = self._evaluation(state, key, self.core.horizon)
+        score = self._evaluation(state, key, self.core.eval_horizon)
         success = self.real(np.asarray(score.success, np.float32)[..., :E].mean(-1))
         returns = self.real(np.asarray(score.returns, np.float32)[..., :E].mean(-1))
         terms = None if score.terms is None else self.real(np.asarray(score.terms, np.float32)[..., :E, :].mean(-2))
@@ -414,7 +414,8 @@ class BatchTrainer:
             for _ in range(-(-steps // cfg.rollout_len)):
                 ro, records = self._steps(state, ro)
                 extra = records[1] if self.fused is not None else [r[1] for r in records]
-                score = self._call("eval_tally", _tally, (), score, extra, once=True)
+                score = self._call("eval_tally", functools.partial(_tally, limit=core.eval_horizon), (), score, extra,
+                                   once=True)  # fmt: skip
             scores.append(score)
         if len(scores) == 1 or self._abstract:
             return scores[0]
@@ -447,9 +448,9 @@ class BatchTrainer:
         return self.compile_s - before
 
 
-def _tally(score: Score, extra: Any) -> Score:
+def _tally(score: Score, extra: Any, limit: int) -> Score:
     """:func:`eval_tally` on stacked records, or on the split path's per-step list."""
-    return eval_tally(score, stack_records(extra) if isinstance(extra, list) else extra)
+    return eval_tally(score, stack_records(extra) if isinstance(extra, list) else extra, limit)
 
 
 def timed_evaluation(

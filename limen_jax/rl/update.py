@@ -69,6 +69,8 @@ def finish_update(
     last = slots(core.policy_step)(ts.params, ro.carry, obs, ro.prev_action, ro.prev_reward, ro.env.t == 0)[2]
 
     def gae(e: dict[str, jax.Array], value: jax.Array, last: jax.Array) -> tuple[jax.Array, jax.Array]:
+        if not cfg.bootstrap_truncation:  # a horizon cut ends the episode as a termination does
+            return compute_gae(e["reward"], value, e["terminated"] | e["truncated"], last, cfg.gamma, cfg.gae_lambda)
         return compute_gae(
             e["reward"], value, e["terminated"], last, cfg.gamma, cfg.gae_lambda,
             truncated=e["truncated"], truncated_value=e["next_value"],

@@ -102,3 +102,64 @@ def test_every_dense_kernel_is_orthogonal_at_its_scale(overrides):
     # no two layers share a draw
     firsts = {float(params[name]["kernel"][0, 0]) / scales[name] for name in scales}
     assert len(firsts) == len(scales)
+
+
+def _reference_step(p, h, obs, prev_action, prev_reward):
+    """One step of the reference's actor-critic (Lossfunk/LIMEN limen/nn.py), in numpy on
+    our parameters: encoder Dense-ReLU-Dense-ReLU, action embedding, previous reward, the
+    stacked GRU, heads Dense-tanh-Dense. Returns (h', logits, value)."""
+    dense = lambda x, name: x @ np.asarray(p[name]["kernel"]) + np.asarray(p[name]["bias"])  # noqa: E731
+    relu = lambda x: np.maximum(x, 0.0)  # noqa: E731
+    sig = lambda x: 1.0 / (1.0 + np.exp(-x))  # noqa: E731
+    x = relu(dense(relu(dense(obs, "encoder_0")), "encoder_1"))
+    emb = np.asarray(p["action_embed"]["embedding"])[prev_action]
+    x = np.concatenate([x, emb, prev_reward[:, None]], -1)
+    c = {k: np.asarray(v) for k, v in p["gru"]["cell"].items()}
+    i_r, i_z, i_n = np.split(x @ c["Wi"] + c["bi"], 3, -1)
+    h_r, h_z, h_n = np.split(h @ c["Wh"], 3, -1)
+    r, z = sig(i_r + h_r), sig(i_z + h_z)
+    h = (1 - z) * np.tanh(i_n + r * (h_n + c["bn"])) + z * h
+    logits = dense(np.tanh(dense(h, "actor_head")), "actor_out")
+    value = dense(np.tanh(dense(h, "critic_head")), "critic_out")[:, 0]
+    return h, logits, value
+
+
+def test_gru_network_is_the_references_forward_pass():
+    # biases drawn at random too, so every one of them is checked
+    cfg = PPOConfig(**TINY_GRU, feed_prev_reward=True, carry_across_episodes=True)
+    net = ActorCritic(cfg, Discrete(3))
+    params = net.init(jax.random.key(0), 5)
+    leaves, tree = jax.tree.flatten(params)
+    keys = jax.random.split(jax.random.key(1), len(leaves))
+    params = jax.tree.unflatten(tree, [x + 0.3 * jax.random.normal(k, x.shape) for x, k in zip(leaves, keys)])
+    obs = np.asarray(jax.random.normal(jax.random.key(2), (2, 4, 5)))
+    act = np.array([[0, 2, 1, 1], [2, 0, 0, 1]])
+    rew = np.array([[0.0, 1.5, -0.5, 0.0], [2.0, 0.0, 0.0, 0.25]], np.float32)
+    h = np.asarray(jax.random.normal(jax.random.key(3), (4, 8)))
+    first = jnp.ones((2, 4), bool)  # ignored: the state runs on across episode starts
+    h_seq, logits, value = net.sequence(params, jnp.asarray(h), jnp.asarray(obs), jnp.asarray(act), jnp.asarray(rew),
+                                        first)  # fmt: skip
+    p = params["params"]
+    for t in range(2):
+        h, ref_logits, ref_value = _reference_step(p, h, obs[t], act[t], rew[t])
+        np.testing.assert_allclose(logits[t], ref_logits, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(value[t], ref_value, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(h_seq, h, rtol=1e-4, atol=1e-5)
+
+
+def test_gru_cell_initialisation_is_the_references():
+    # xland-minigrid's GRU: Wi Glorot-normal over the stacked [in, 3H] matrix, Wh with
+    # orthonormal rows over the stacked [H, 3H] matrix, biases 0; heads orthogonal x 2
+    sizes = {"gru_encoder": (96, 96), "gru_action_embed": 3, "gru_hidden": 64, "feed_prev_reward": True}
+    cfg = PPOConfig(**{**TINY_GRU, **sizes})
+    net = ActorCritic(cfg, Discrete(3))
+    p = net.init(jax.random.key(0), 5)["params"]
+    cell = p["gru"]["cell"]
+    wi, wh = np.asarray(cell["Wi"], np.float64), np.asarray(cell["Wh"], np.float64)
+    assert wi.shape == (100, 192) and wh.shape == (64, 192)
+    assert wi.std() == pytest.approx(np.sqrt(2.0 / (100 + 192)), rel=0.03)
+    np.testing.assert_allclose(wh @ wh.T, np.eye(64), atol=1e-4)
+    assert float(np.abs(np.asarray(cell["bi"])).max()) == 0.0 and float(np.abs(np.asarray(cell["bn"])).max()) == 0.0
+    root2 = pytest.approx(np.sqrt(2))
+    assert net.module.kernel_scales() == {"encoder_0": root2, "encoder_1": root2, "actor_head": 2.0,
+                                          "critic_head": 2.0, "actor_out": 0.01, "critic_out": 1.0}  # fmt: skip

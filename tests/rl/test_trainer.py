@@ -294,13 +294,20 @@ def test_padded_cascade_keeps_its_shapes_and_its_results(runs):
 
 
 def test_gru_actor_critic_learns():
+    # The GRU as the paper preset runs it (its reference's recurrent PPO): the state runs
+    # on across episodes, the previous reward is an input, a horizon cut is terminal, and
+    # training episodes run to 3x the horizon while success counts within it. Eight seeds
+    # measured 1.0 x 6, 0.94, 0.81. (With the state reset at every episode start this
+    # reference-initialised network solved 7 of 16 seeds in 16 updates, our former
+    # initialisation 13 of 16: docs/fidelity.md.)
     cfg = CFG.replace(network="gru", epochs=2, minibatches=2, gru_encoder=(32, 32), gru_action_embed=4,
-                      gru_hidden=32, gru_head_hidden=32)  # fmt: skip
+                      gru_hidden=32, gru_head_hidden=32, feed_prev_reward=True, carry_across_episodes=True,
+                      bootstrap_truncation=False, train_horizon=48)  # fmt: skip
     result = train_batch(Corridor(), [IFACES["obs7"]], seeds=list(range(8)), total_steps=STEPS, config=cfg)
-    # In 16 updates a third of GRU runs settle on walking one way (success ~0.5; 10 of 32
-    # and 5 of 32 seeds with two initialisers, same distribution): eight seeds, and the
-    # best must have learned to read its observation (a random walk succeeds ~4%).
-    assert result.success.mean() >= 0.6 and result.success.max() >= 0.95, result.summary()
+    assert result.success.mean() >= 0.8 and result.success.max() >= 0.95, result.summary()
+    # mean length of the episodes ending in each update: a random walk outlasts 16 steps
+    # (measured 41-46 in the third update, whose episodes may have run 48 steps)
+    assert np.nanmax(result.curves["episode_length"][0][:, :4]) > 2 * Corridor.episode_length
 
 
 def test_tanh_gaussian_policy_learns_continuous_reaching():
@@ -387,7 +394,7 @@ def test_config_validation_and_presets():
     paper = PPOConfig.preset("xland_hard", "paper")
     shape = (paper.network, paper.num_envs, paper.rollout_len, paper.epochs, paper.minibatches)
     assert shape == ("gru", 8192, 16, 1, 16)
-    assert paper.gru_hidden == 512 and paper.anneal_lr and not paper.feed_prev_reward
+    assert paper.gru_hidden == 512 and paper.anneal_lr and paper.feed_prev_reward
     cpu = PPOConfig.preset("xland_easy", "cpu")
     assert (cpu.num_envs, cpu.rollout_len, cpu.epochs, cpu.minibatches, cpu.lr) == (256, 16, 4, 4, 1e-3)
     assert cpu.actor_hidden == (64, 64) and cpu.vf_clip is None and cpu.adv_norm == "minibatch"
@@ -424,3 +431,4 @@ def test_width_buckets_keep_search_shapes_few():
     assert [bucket_width(d) for d in dims] == [64, 64, 64, 96, 128, 160, 160, 192, 224, 320, 512]
     assert len({bucket_width(d) for d in range(1, 513)}) == 11
     assert [bucket_width(d) for d in (513, 1254)] == [640, 1280]  # wide task defaults: one fixed size each
+
