@@ -64,20 +64,24 @@ def strategy_name(run: dict[str, Any]) -> str:
 
 def summarise(runs: Sequence[dict[str, Any]], programs: int | None = None) -> dict[str, Any]:
     """One strategy's runs (one per run seed) in numbers: ``bests`` and ``firsts`` (each
-    run's best and first-generation best success; 0.0 for a run with none scored),
+    run's best and first-generation best success -- the first batch that made programs;
+    0.0 for a run with none scored),
     ``mean`` and ``std`` of the bests (population spread; 0.0 for one run), ``programs``
     (programs each run trained, rejected ones included), ``to_best`` (the 1-based position
-    of each run's best among its programs: programs trained until the best) and
-    ``wall_s`` (each run's, None where unknown).
+    of each run's best among its programs: programs trained until the best),
+    ``program_means`` (each run's mean success over its programs, a rejected one 0: how
+    good the programs a strategy trains are, not only its best) and ``wall_s`` (each
+    run's, None where unknown).
 
     ``programs``: an equal budget -- only each run's first this many programs (in the order
     they were made) count, so that a run whose last batch went past the budget gains nothing
     from it."""
-    bests, firsts, to_best, counts = [], [], [], []
+    bests, firsts, to_best, counts, means = [], [], [], [], []
     for run in runs:
         records = run["records"][:programs]
         counts.append(len(records))
-        best, first = _best(records), _best([r for r in records if r["iteration"] == 0])
+        means.append(statistics.fmean(r.get("success") or 0.0 for r in records) if records else 0.0)
+        best, first = _best(records), _best(_first_generation(records))
         bests.append(best["success"] if best else 0.0)
         firsts.append(first["success"] if first else 0.0)
         to_best.append(records.index(best) + 1 if best else len(records))
@@ -88,6 +92,7 @@ def summarise(runs: Sequence[dict[str, Any]], programs: int | None = None) -> di
         "mean": statistics.fmean(bests) if bests else 0.0,
         "std": statistics.pstdev(bests) if len(bests) > 1 else 0.0,
         "programs": counts,
+        "program_means": means,
         "to_best": to_best,
         "wall_s": [run.get("wall_s") for run in runs],
     }
@@ -96,10 +101,10 @@ def summarise(runs: Sequence[dict[str, Any]], programs: int | None = None) -> di
 def strategy_table(groups: Mapping[str, Sequence[dict[str, Any]]], programs: int | None = None) -> str:
     """A markdown table, one row per strategy over its runs (see :func:`summarise`, which
     ``programs`` cuts to an equal budget): runs, budget, programs per run, best success
-    mean +/- spread (each run's), first generation's best (mean), programs until the best
-    (mean), wall per run (mean)."""
+    mean +/- spread (each run's), first generation's best (mean), mean program success
+    (mean over runs), programs until the best (mean), wall per run (mean)."""
     columns = ["strategy", "runs", "steps x seeds", "programs", "best: mean ± sd (per run)", "first gen",
-               "programs per best", "wall per run"]  # fmt: skip
+               "mean program", "programs per best", "wall per run"]  # fmt: skip
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for name, runs in groups.items():
         s, cfg = summarise(runs, programs), runs[0]["config"]
@@ -111,6 +116,7 @@ def strategy_table(groups: Mapping[str, Sequence[dict[str, Any]]], programs: int
             f"{statistics.fmean(s['programs']):.3g}",
             f"**{s['mean']:.3f}** ± {s['std']:.3f} ({', '.join(f'{b:.2f}' for b in s['bests'])})",
             f"{statistics.fmean(s['firsts']):.3f}",
+            f"{statistics.fmean(s['program_means']):.3f}",
             f"{statistics.fmean(s['to_best']):.3g}",
             f"{statistics.fmean(walls) / 60:.1f} min" if walls else "-",
         ]
@@ -134,6 +140,13 @@ def _calls(usage: dict[str, Any]) -> tuple[str, str]:
     return calls, f"{usage['input_tokens']:,} / {usage['output_tokens']:,}"
 
 
+def _first_generation(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The programs of the run's first batch that made any (a strategy may open with text
+    alone: forge's plan, RDA's decomposition)."""
+    first = min((r["iteration"] for r in records), default=0)
+    return [r for r in records if r["iteration"] == first]
+
+
 def _best(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     scored = [r for r in records if r.get("success") is not None]
     return max(scored, key=lambda r: r["success"]) if scored else None
@@ -146,7 +159,7 @@ def table(runs: Sequence[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for run in runs:
         cfg, records = run["config"], run["records"]
-        best, first = _best(records), _best([r for r in records if r["iteration"] == 0])
+        best, first = _best(records), _best(_first_generation(records))
         rejected = sum(r.get("success") is None for r in records)
         seeds = ", ".join(f"{s:.2f}" for s in best["success_per_seed"]) if best else ""
         cells = [

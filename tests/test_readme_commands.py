@@ -117,7 +117,10 @@ def test_a_readme_command_runs_as_printed(command: str, work: dict[str, str | Pa
 
 def _serves(argv: list[str], cwd: Path) -> None:
     """The viewer serves until stopped: it prints its address, then Ctrl-C ends it cleanly."""
-    proc = subprocess.Popen(argv, cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # SIGINT at its default in the child, as in a terminal: a test run started in the background
+    # of a shell hands its children SIGINT ignored, and Python then installs no Ctrl-C handler
+    proc = subprocess.Popen(argv, cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     try:
         deadline = time.time() + 120
         line = ""

@@ -72,11 +72,13 @@ def test_compare_by_strategy_gives_mean_spread_first_generation_programs_per_bes
     assert main([str(a0), str(a1), str(ind), "--by-strategy"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[6] == ("| strategy | runs | steps x seeds | programs | best: mean ± sd (per run) | first gen "
-                        "| programs per best | wall per run |")  # fmt: skip
+                        "| mean program | programs per best | wall per run |")  # fmt: skip
     # mean (0.6 + 0.3) / 2 = 0.45, population sd 0.15; first generations 0.2 and 0.3;
     # programs until the best 3 and 1; a0's iterations took 3 min (a1 has no events log)
-    assert lines[8] == "| map_elites | 2 | 1,000,000 x 2 | 5 | **0.450** ± 0.150 (0.60, 0.30) | 0.250 | 2 | 3.0 min |"
-    assert lines[9] == "| independent | 1 | 1,000,000 x 2 | 5 | **0.100** ± 0.000 (0.10) | 0.100 | 2 | - |"
+    # mean program success (a rejected one 0): a0 1.3 / 5, a1 0.8 / 5, mean 0.21; ind 0.15 / 5
+    assert lines[8] == ("| map_elites | 2 | 1,000,000 x 2 | 5 | **0.450** ± 0.150 (0.60, 0.30) | 0.250 | 0.210 | 2 "
+                        "| 3.0 min |")
+    assert lines[9] == "| independent | 1 | 1,000,000 x 2 | 5 | **0.100** ± 0.000 (0.10) | 0.100 | 0.030 | 2 | - |"
 
 
 def test_compare_by_strategy_cuts_runs_to_their_shared_program_budget_or_to_programs_n(tmp_path, capsys):
@@ -89,10 +91,18 @@ def test_compare_by_strategy_cuts_runs_to_their_shared_program_budget_or_to_prog
     assert main([str(a0), str(a1), "--by-strategy"]) == 0
     out = capsys.readouterr().out.splitlines()
     # first 4 programs: a0's best 0.6 (3rd), a1's 0.3 (1st, its 0.9 came past the budget)
-    assert out[-2] == "| map_elites | 2 | 1,000,000 x 2 | 4 | **0.450** ± 0.150 (0.60, 0.30) | 0.250 | 2 | - |"
+    assert out[-2] == "| map_elites | 2 | 1,000,000 x 2 | 4 | **0.450** ± 0.150 (0.60, 0.30) | 0.250 | 0.188 | 2 | - |"
     assert out[-1] == "(the first 4 programs of each run)"
     assert main([str(a0), str(a1), "--by-strategy", "--programs", "5"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[-2] == "| map_elites | 2 | 1,000,000 x 2 | 5 | **0.750** ± 0.150 (0.60, 0.90) | 0.250 | 4 | - |"
+    assert out[-2] == "| map_elites | 2 | 1,000,000 x 2 | 5 | **0.750** ± 0.150 (0.60, 0.90) | 0.250 | 0.280 | 4 | - |"
     assert main([str(a0), "--by-strategy", "--programs", "0"]) == 2
     assert capsys.readouterr().err == "--programs must be >= 1, got 0\n"
+
+
+def test_the_first_generation_is_the_first_batch_that_made_programs(tmp_path, capsys):
+    run = fake_run(tmp_path, "f", "full", [[], [0.2, 0.3], [0.7]])  # iteration 0 asked for text alone
+    assert main([str(run), "--by-strategy"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "| 0.300 | **0.700** (0.69, 0.71) |" in out[2]
+    assert out[-1] == "| map_elites | 1 | 1,000,000 x 2 | 3 | **0.700** ± 0.000 (0.70) | 0.300 | 0.400 | 3 | - |"
