@@ -7,8 +7,10 @@ Both sides run the same offline search (same seed, so the same programs and scor
 fresh run directories; the Ray side starts a local Ray with ``--actors`` actors of one
 CPU each, and its time counts from building the evaluator (Ray's start-up, the actors'
 imports) to the end of the run. The persistent compilation cache is off for both, so each
-side pays its own compiles (Ray's actors compile in their own processes). The last line is
-the ratio of programs judged per hour, ray / in-process.
+side pays its own compiles (Ray's actors compile in their own processes). The Ray side
+sends whole batches, the default for a local Ray on CPUs (one actor trains each batch);
+``--split`` splits each batch over the actors, the default on GPUs and clusters. The last
+line is the ratio of programs judged per hour, ray / in-process.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def main() -> None:
     p.add_argument("--candidates", type=int, default=8)
     p.add_argument("--steps", type=int, default=None, help="env steps per candidate per seed")
     p.add_argument("--actors", type=int, default=2)
+    p.add_argument("--split", action="store_true", help="split each batch over the actors (default: whole batches)")
     args = p.parse_args()
     iterations = args.iterations or (2 if args.quick else 20)
     steps = args.steps or (16_384 if args.quick else 150_000)
@@ -59,7 +62,7 @@ def main() -> None:
     from limen_jax.search.ray_evaluator import RayEvaluator
 
     t = time.perf_counter()
-    evaluator = RayEvaluator(actors=args.actors, cpus_per_actor=1)
+    evaluator = RayEvaluator(actors=args.actors, cpus_per_actor=1, split=args.split)
     up_s = time.perf_counter() - t
     try:
         there = lj.evolve("xland_easy", cfg, run_dir=root / "ray", verbose=False, evaluator=evaluator)
@@ -68,7 +71,8 @@ def main() -> None:
     ray_s = time.perf_counter() - t
     n_ray = judged(there)
     same = [(r.id, r.success_per_seed) for r in here.records] == [(r.id, r.success_per_seed) for r in there.records]
-    print(f"ray ({args.actors} actors x 1 CPU): {n_ray} programs in {ray_s:.1f} s ({up_s:.1f} s starting Ray): "
+    how = "batches split over the actors" if args.split else "whole batches"
+    print(f"ray ({args.actors} actors x 1 CPU, {how}): {n_ray} programs in {ray_s:.1f} s ({up_s:.1f} s starting Ray): "
           f"{3600 * n_ray / ray_s:,.0f} programs/h; same records and scores as in-process: {same}", flush=True)
     print(f"programs judged per hour, ray / in-process: {(n_ray / ray_s) / (n_here / here_s):.2f}")
 

@@ -53,7 +53,11 @@ class RayEvaluator:
     max_restarts / max_task_retries: Ray's restarts of a dead actor's process and retries
         of the call it was running. resubmits: how often a job whose actor is gone for
         good goes to a fresh actor before its future fails.
-    split: split a job of a splitting kind over the actors (False: whole jobs only).
+    split: split a job of a splitting kind over the actors (False: whole jobs only); default
+        (None): split where actors have compute of their own, i.e. on GPUs or on a cluster
+        given by ``address``; a local Ray on this machine's CPUs sends whole jobs, because
+        there the actors share the same cores and a split only repeats each compile in
+        every actor (docs/scale.md, measured).
     init: extra ``ray.init`` arguments.
     """
 
@@ -67,7 +71,7 @@ class RayEvaluator:
         max_restarts: int = 2,
         max_task_retries: int = 2,
         resubmits: int = 2,
-        split: bool = True,
+        split: bool | None = None,
         init: dict[str, Any] | None = None,
     ) -> None:
         import ray
@@ -97,7 +101,7 @@ class RayEvaluator:
         self.max_actors = int(actors)
         self.actors = [self._new_actor()]
         self.resubmits = int(resubmits)
-        self.split = bool(split)
+        self.split = bool(split) if split is not None else bool(self.gpus_per_actor > 0 or address)
         self.per_update_s: float | None = None  # as InProcessEvaluator: the watchdog's learned pace
         self._cv = threading.Condition()
         # (job, its wire form, its future, resubmissions so far, the actor it prefers or None)

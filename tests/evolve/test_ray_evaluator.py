@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -15,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from cli_runs import cli_env
 from test_evolve import TINY_PPO, summary, toy_config
 from toy_task import ToyCorridor
 
@@ -41,6 +44,27 @@ def compute_reward(state, action, next_state):
 """
 
 
+def test_the_evolve_cli_runs_a_search_through_ray_end_to_end(tmp_path):
+    """First in this module: the CLI starts its own local Ray before the tests' cluster exists."""
+    run, cfg = tmp_path / "run", tmp_path / "toy.json"
+    cfg.write_text(json.dumps(toy_config()))  # 2 from scratch + 1 iteration x 2 children, tiny PPO
+    cmd = [sys.executable, "-m", "limen_jax.evolve", "--task", "toy_task:ToyCorridor", "--config", str(cfg),
+           "--evaluator", "ray", "--ray-actors", "2", "--run-dir", str(run)]  # fmt: skip
+    done = subprocess.run(cmd, cwd=tmp_path, env=cli_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    state = json.loads((run / "state.json").read_text())
+    records = state["archive"]["programs"]
+    assert len(records) == 4 and all(r["success"] is not None for r in records)
+    log = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in log].count("score") == 4 and log[-1]["event"] == "run_end"
+    assert log[-1]["complete"] is True
+    with pytest.raises(subprocess.CalledProcessError) as bad:  # a Ray flag without --evaluator ray
+        subprocess.run([*cmd[:7], "--ray-actors", "2", "--run-dir", str(tmp_path / "no")], cwd=tmp_path,
+                       env=cli_env(), capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    assert bad.value.returncode == 2 and "--ray-address and --ray-actors need --evaluator ray" in bad.value.stderr
+    assert not (tmp_path / "no").exists()
+
+
 @pytest.fixture(scope="module")
 def cluster():
     ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
@@ -52,7 +76,7 @@ def cluster():
 def evaluator(cluster):
     from limen_jax.search.ray_evaluator import RayEvaluator
 
-    ev = RayEvaluator(actors=2)
+    ev = RayEvaluator(actors=2, split=True)  # as on GPUs: batches split over the actors
     yield ev
     ev.close()
 
@@ -184,6 +208,17 @@ def test_one_batch_is_split_over_the_actors_and_trains_as_in_one_piece(evaluator
                                rtol=1e-5)
     assert len({round(r.final_return, 3) for r in whole.results}) == 3  # three different programs
     same_curves([r.curves for r in split.results], [r.curves for r in whole.results])
+
+
+def test_a_local_ray_on_cpus_sends_whole_batches_unless_told(cluster):
+    from limen_jax.search.ray_evaluator import RayEvaluator
+
+    for split, expected in ((None, False), (True, True), (False, False)):
+        ev = RayEvaluator(actors=2, split=split)
+        try:
+            assert ev.split is expected
+        finally:
+            ev.close()
 
 
 def test_split_job_gives_contiguous_even_parts_padded_to_their_share():
