@@ -37,10 +37,13 @@ def test_a_scalar_batch_trains_exactly_as_before_terms():
         [[0.125, 0.4375, 0.6285714507102966], [0.09375, 0.25, 0.4285714328289032]],
         [[5.4375, 6.34375, 10.125], [4.84375, 7.71875, 10.28125]],
     ]
-    assert r.curves["policy_loss"][0].tolist() == [
+    # The loss is a float32 mean whose last bits differ between machines (XLA compiles for the
+    # host CPU: an AVX-512 AMD EPYC gave values 2e-7 apart from the recorded ones, with the
+    # sampled actions, successes and returns above identical).
+    np.testing.assert_allclose(r.curves["policy_loss"][0], [
         [-0.033998552709817886, -0.046862415969371796, -0.038085781037807465],
         [-0.021945683285593987, -0.03169345110654831, -0.03231770172715187],
-    ]
+    ], rtol=1e-5)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
