@@ -16,6 +16,8 @@ import pathlib
 import sys
 from typing import TYPE_CHECKING
 
+from limen_jax.cli_errors import report_bugs
+
 if TYPE_CHECKING:
     from limen_jax.program import CheckReport
 
@@ -41,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+@report_bugs
 def main(argv: list[str] | None = None) -> int:
     """Run the checker; return the exit status."""
     parser = _parser()

@@ -20,6 +20,7 @@ import types
 from pathlib import Path
 from typing import Any
 
+from limen_jax.cli_errors import report_bugs
 from limen_jax.config import EvolveConfig, from_dict
 from limen_jax.modes import MODES
 from limen_jax.run_result import RunResult
@@ -279,6 +280,7 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
     return from_dict(EvolveConfig, _deep_merge(base, over))
 
 
+@report_bugs
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     evaluator = None

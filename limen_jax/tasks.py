@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from limen_jax.cli_errors import report_bugs
 from limen_jax.registry import describe, families, make, registered_tasks, task_problem
 
 
@@ -16,6 +17,7 @@ def _plain(text: str | None) -> str:
     return (text or "").replace("``", "")
 
 
+@report_bugs
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m limen_jax.tasks", description=_plain(__doc__))
     parser.add_argument("--context", metavar="TASK", help="print the LLM context of TASK")

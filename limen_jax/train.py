@@ -28,6 +28,8 @@ import sys
 import time
 from typing import Any
 
+from limen_jax.cli_errors import report_bugs
+
 
 class BadInput(Exception):
     """The command line asks for something that cannot be trained: one line, exit 2."""
@@ -152,6 +154,7 @@ def _policy_name(args: argparse.Namespace) -> str:
     return name or "program"
 
 
+@report_bugs
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
