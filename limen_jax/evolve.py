@@ -66,7 +66,7 @@ def evolve(
     else:
         config = dataclasses.replace(config, task=task)
     if run_dir is None:
-        run_dir = Path("runs") / f"{task}-{config.search.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
+        run_dir = default_run_dir(config)
     if config.search.demos and not (Path(run_dir) / "demos.npz").exists():
         from limen_jax.demos import load_demos
         from limen_jax.task import make
@@ -74,8 +74,14 @@ def evolve(
         load_demos(config.search.demos, make(config.task))  # a bad file is refused before the run dir exists
     from limen_jax.loop import Loop
 
-    return Loop(config, RunDir(run_dir), mutator=mutator, verbose=verbose, evaluator=evaluator,
+    # the loop makes the directory once it has checked the run can start
+    return Loop(config, RunDir(run_dir, create=False), mutator=mutator, verbose=verbose, evaluator=evaluator,
                 strategy=strategy, handle_signals=handle_signals).run()
+
+
+def default_run_dir(config: EvolveConfig) -> Path:
+    """``runs/<task>-<mode>-<time>``: where a run goes without ``run_dir``."""
+    return Path("runs") / f"{config.task}-{config.search.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def resume(
@@ -103,7 +109,7 @@ def resume(
     if not any((Path(run_dir) / name).is_file() for name in ("config.json", "config.json.prev")):
         # checked before RunDir, which would create the directory
         raise FileNotFoundError(f"{run_dir} holds no config.json: not a limen_jax run directory")
-    rd = RunDir(run_dir)
+    rd = RunDir(run_dir, create=False)
     data = rd.read_json("config.json")
     from limen_jax.loop import Loop
 
@@ -128,7 +134,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Discover an RL interface (observation + reward programs) for a task.",
     )
     p.add_argument("--task", help="registered task name, family:name or module:Class (python -m limen_jax.tasks)")
-    p.add_argument("--preset", choices=["cpu", "paper"], default="cpu", help="budgets (default: cpu)")
+    p.add_argument("--preset", choices=["cpu", "paper"], help="budgets (default: cpu)")
     p.add_argument("--iterations", type=int, help="iterations after the first generation")
     p.add_argument("--candidates", type=int, help="children per iteration, trained together")
     p.add_argument("--programs", type=int, metavar="N",
@@ -169,7 +175,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--run-dir", help="where to write the run (default runs/<task>-<mode>-<time>)")
     p.add_argument("--resume", metavar="RUN_DIR",
                    help="continue the run in RUN_DIR; --iterations, --programs, --max-cost, --model, --llm-timeout, "
-                        "--max-tokens, --max-retries and --concurrency may change, other flags are refused")
+                        "--max-tokens, --max-retries and --concurrency may change; a flag, --preset or --config "
+                        "value that changes anything else is refused")
     p.add_argument("--keep-policies", choices=["all", "best", "none"],
                    help="trained policies kept in RUN_DIR/policies (default best: the best program of each batch); "
                         "python -m limen_jax.rollout RUN_DIR PROGRAM_ID rolls one out")
@@ -184,11 +191,21 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def check_flags(args: argparse.Namespace) -> None:
+    """Refuse flags that cannot go together or are malformed (ValueError), before any work."""
+    if args.evaluator != "ray" and (args.ray_address is not None or args.ray_actors is not None):
+        raise ValueError("--ray-address and --ray-actors need --evaluator ray")
+    if args.evaluator == "ray":
+        from limen_jax.search.ray_evaluator import check_settings
+
+        check_settings(args.ray_address, args.ray_actors)
+    if args.resume and args.run_dir:
+        raise ValueError(f"--run-dir: a resumed run stays in its own directory ({args.resume}); leave --run-dir out")
+
+
 def make_evaluator(args: argparse.Namespace) -> Any:
     """The evaluator the flags ask for: None (the loop's in-process default) or a Ray one."""
     if args.evaluator != "ray":
-        if args.ray_address or args.ray_actors:
-            raise ValueError("--ray-address and --ray-actors need --evaluator ray")
         return None
     try:
         from limen_jax.search.ray_evaluator import RayEvaluator
@@ -263,7 +280,7 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
     recorded = recorded_config(args.replay_from)
     over: dict[str, Any] = {} if recorded else {"seed": 0}
     if args.config:
-        over = _deep_merge(over, json.loads(Path(args.config).read_text()))
+        over = _deep_merge(over, read_config_file(args.config))
     over = _deep_merge(over, _overrides(args))
     if recorded is not None:
         if args.task and args.task != recorded.get("task"):
@@ -271,13 +288,41 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
                              f"not {args.task!r}; leave --task out or give that one")
         if not recorded.get("task"):
             raise ValueError(f"--replay-from {args.replay_from}: its config.json names no task")
-        base = EvolveConfig.preset_for(recorded["task"], recorded.get("preset", args.preset)).to_dict()
+        base = EvolveConfig.preset_for(recorded["task"], recorded.get("preset", args.preset or "cpu")).to_dict()
         return from_dict(EvolveConfig, _deep_merge(_deep_merge(base, recorded), over))
     task = args.task
     if not task:
         raise ValueError("--task is required (or --resume RUN_DIR); python -m limen_jax.tasks lists them")
-    base = EvolveConfig.preset_for(task, args.preset).to_dict()
+    base = EvolveConfig.preset_for(task, args.preset or "cpu").to_dict()
     return from_dict(EvolveConfig, _deep_merge(base, over))
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    """The JSON object of config overrides in ``--config PATH``; ValueError (one line) when
+    the file cannot be read or holds anything else."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"--config {path}: cannot read it ({exc.strerror or exc})") from None
+    except ValueError as exc:  # not UTF-8, not JSON
+        raise ValueError(f"--config {path}: not a JSON file ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"--config {path}: expected a JSON object of config overrides, not a {type(data).__name__}")
+    return data
+
+
+def resume_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """What ``--resume`` is asked to change: the flags, ``--config``'s values and ``--preset``
+    as config overrides, each refused by its key when it changes what defines the run
+    (:data:`limen_jax.loop.RESUMABLE`); a changed ``--task`` is refused here, by its flag."""
+    recorded = recorded_config(args.resume) or {}
+    if args.task and recorded and args.task != recorded.get("task"):
+        raise ValueError(f"--resume {args.resume}: the run's task is {recorded.get('task')!r}; "
+                         f"--task {args.task} would change it (start a new run for another task)")
+    over = read_config_file(args.config) if args.config else {}
+    if args.preset is not None:
+        over["preset"] = args.preset
+    return _deep_merge(over, _overrides(args))
 
 
 @report_bugs
@@ -286,13 +331,11 @@ def main(argv: list[str] | None = None) -> int:
     evaluator = None
     result: RunResult | None = None
     try:
-        evaluator = make_evaluator(args)  # built before the run starts, closed after it
+        check_flags(args)
         if args.resume:
-            recorded = recorded_config(args.resume) or {}
-            if args.task and recorded and args.task != recorded.get("task"):
-                raise ValueError(f"--resume {args.resume}: the run's task is {recorded.get('task')!r}; "
-                                 f"--task {args.task} would change it (start a new run for another task)")
-            result = resume(args.resume, _overrides(args), evaluator=evaluator, handle_signals=True)
+            over = resume_overrides(args)
+            evaluator = make_evaluator(args)  # built before the run starts, closed after it
+            result = resume(args.resume, over, evaluator=evaluator, handle_signals=True)
         else:
             from limen_jax.registry import factory_for, task_problem
 
@@ -305,6 +348,7 @@ def main(argv: list[str] | None = None) -> int:
             except (KeyError, ImportError) as exc:
                 print(f"error: {task_problem(config.task, exc)}", file=sys.stderr)
                 return 2
+            evaluator = make_evaluator(args)
             result = evolve(config.task, config, run_dir=args.run_dir, evaluator=evaluator, handle_signals=True)
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)

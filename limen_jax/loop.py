@@ -158,8 +158,6 @@ class Loop:
                         values={k: _flat(self.config.to_dict())[k] for k in accepted})
             self._say(f"resume: changed {', '.join(f'{k}={_flat(self.config.to_dict())[k]}' for k in accepted)}")
         self._check_demos()
-        self.rd.write_json("config.json", self.config.to_dict())
-        self.pipeline = self.config.search.pipeline == "on"
         from limen_jax.search.prescreen import parse_prescreen
 
         self.prescreen = parse_prescreen(self.config.search.prescreen) if self.program_mode != "obs_only" else None
@@ -172,6 +170,12 @@ class Loop:
                                  "(python -m limen_jax.demos --from-policy writes them from a trained policy)")
         cap = self.strategy.max_iterations if getattr(self.strategy, "max_iterations", None) is not None else None
         self.iterations = self.config.search.iterations if cap is None else min(cap, self.config.search.iterations)
+        finished = state is not None and int(state["iteration"]) >= self.iterations
+        if getattr(self.strategy, "asks_llm", True) and not finished:
+            self._get_mutator()  # a missing API key, catalog or replay cache is refused before anything is written
+        self.rd.create()
+        self.rd.write_json("config.json", self.config.to_dict())
+        self.pipeline = self.config.search.pipeline == "on"
         self.pending: list[Request] | None = None
         if state is None:
             self.archive = Archive(self.config.archive)
@@ -189,8 +193,8 @@ class Loop:
         return self.archive.store
 
     def _get_mutator(self) -> Any:
-        """The run's mutator, built when first asked for (a batch that asks the LLM
-        nothing, such as the sparse baseline's, never builds one)."""
+        """The run's mutator, built by :meth:`_setup` (which thereby checks it can be) unless
+        the strategy never asks the LLM (``asks_llm`` False: the sparse baseline)."""
         with self._mutator_lock:
             if self.mutator is None:
                 self.mutator = self._build_mutator()

@@ -92,8 +92,9 @@ _RETRY_STATUSES = frozenset({408, 409, 429})
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
 
 
-class MissingAPIKey(MutatorError):
-    """No API key was given and ``ANTHROPIC_API_KEY`` is not set."""
+class MissingAPIKey(MutatorError, ValueError):
+    """No API key was given and ``ANTHROPIC_API_KEY`` is not set: a setting the run is
+    started with, so also a ValueError (the CLI answers it in one line, exit 2)."""
 
 
 class MalformedReply(Exception):
