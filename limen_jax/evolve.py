@@ -14,6 +14,7 @@ import argparse
 import dataclasses
 import json
 import os
+import shutil
 import sys
 import time
 import types
@@ -330,10 +331,13 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     evaluator = None
     result: RunResult | None = None
+    run_dir: Path | None = None  # once known: what an interrupt while starting tells about
+    existed = True
     try:
         check_flags(args)
         if args.resume:
             over = resume_overrides(args)
+            run_dir = Path(args.resume)
             evaluator = make_evaluator(args)  # built before the run starts, closed after it
             result = resume(args.resume, over, evaluator=evaluator, handle_signals=True)
         else:
@@ -348,13 +352,15 @@ def main(argv: list[str] | None = None) -> int:
             except (KeyError, ImportError) as exc:
                 print(f"error: {task_problem(config.task, exc)}", file=sys.stderr)
                 return 2
+            run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(config)
+            existed = run_dir.exists()
             evaluator = make_evaluator(args)
-            result = evolve(config.task, config, run_dir=args.run_dir, evaluator=evaluator, handle_signals=True)
+            result = evolve(config.task, config, run_dir=run_dir, evaluator=evaluator, handle_signals=True)
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (KeyboardInterrupt, Interrupted) as stop:  # before the run began (or a library's own Ctrl-C)
-        print("\ninterrupted while starting: nothing was lost; run the same command again", file=sys.stderr, flush=True)
+        print(f"\ninterrupted while starting: {_starting_stopped(run_dir, existed)}", file=sys.stderr, flush=True)
         _exit_now(128 + int(getattr(stop, "signum", 2)))
     finally:
         if evaluator is not None:  # an interrupted run abandons what the evaluator has in flight
@@ -367,6 +373,18 @@ def main(argv: list[str] | None = None) -> int:
         # interpreter down around it aborts the process, and everything is on disk already
         _exit_now(128 + result.signal)
     return 0 if result.complete else 1
+
+
+def _starting_stopped(run_dir: Path | None, existed: bool) -> str:
+    """What an interrupt before the run's first batch left, and what to do next: the resume
+    command once the run dir holds its config; else nothing was recorded, and a directory
+    this command made (no config.json yet) is removed."""
+    if run_dir is not None and any((run_dir / n).is_file() for n in ("config.json", "config.json.prev")):
+        return f"nothing was lost; resume with python -m limen_jax.evolve --resume {run_dir}"
+    if run_dir is not None and not existed and run_dir.is_dir():
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return f"nothing was recorded yet; removed the half-made {run_dir}; run the same command again"
+    return "nothing was recorded yet; run the same command again"
 
 
 def _exit_now(code: int) -> None:
