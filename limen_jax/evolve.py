@@ -130,20 +130,30 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from limen_jax.config import LLMConfig
+    from limen_jax.task import DEFAULT_BUDGETS
+
+    preset = "(default: the task's --preset budget, below)"
     p = argparse.ArgumentParser(
         prog="python -m limen_jax.evolve",
         description="Discover an RL interface (observation + reward programs) for a task.",
+        epilog="Budgets: --iterations, --candidates, --seeds, --short-steps and --full-steps default to the "
+               "task's --preset budget (python -m limen_jax.tasks --budgets TASK prints it). A task that declares "
+               f"none gets cpu: {DEFAULT_BUDGETS['cpu'].summary()}; paper: {DEFAULT_BUDGETS['paper'].summary()}.",
     )
     p.add_argument("--task", help="registered task name, family:name or module:Class (python -m limen_jax.tasks)")
     p.add_argument("--preset", choices=["cpu", "paper"], help="budgets (default: cpu)")
-    p.add_argument("--iterations", type=int, help="iterations after the first generation")
-    p.add_argument("--candidates", type=int, help="children per iteration, trained together")
+    p.add_argument("--iterations", type=int, help=f"iterations after the first generation {preset}")
+    p.add_argument("--candidates", type=int, help=f"children per iteration, trained together {preset}")
     p.add_argument("--programs", type=int, metavar="N",
                    help="a budget of programs: finish after the batch that brings the run to N programs "
                         "(trained or rejected), whatever --iterations says; holds strategies with different "
                         "batch sizes to one budget")
-    p.add_argument("--seeds", type=int, help="seeds of the full training run")
-    p.add_argument("--mode", choices=MODES)
+    p.add_argument("--seeds", type=int, help=f"seeds of the full training run {preset}")
+    p.add_argument("--mode", choices=MODES, help="what candidates write: full (observation and reward programs, the "
+                   "default), obs_only (an observation; the task's sparse reward), reward_only (a reward; the task's "
+                   "observation); baselines: sparse (the task's default interface trained once, no LLM), "
+                   "independent (full programs, each written from scratch)")
     p.add_argument("--strategy", help="search strategy: map_elites (default, LIMEN), eureka, mcts (RF-Agent), "
                                        "forge, portfolio, grace, rda, greedy, independent, or any registered by the "
                                        "entry-point group limen_jax.strategies (docs/strategies.md)")
@@ -161,17 +171,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--mutator", choices=["auto", "anthropic", "offline", "replay"],
                    help="auto: anthropic if ANTHROPIC_API_KEY is set, else offline")
     p.add_argument("--model", help="LLM model id (anthropic)")
-    p.add_argument("--max-cost", type=float, help="stop cleanly when the LLM spend reaches this many USD")
-    p.add_argument("--llm-timeout", type=float, help="seconds per LLM call attempt (default 300)")
-    p.add_argument("--max-tokens", type=int, help="output token cap per LLM call (default 8192)")
-    p.add_argument("--max-retries", type=int, help="retries of a transient LLM failure (default 6)")
+    p.add_argument("--max-cost", type=float, help="stop cleanly when the LLM spend reaches this many USD "
+                   f"(default {LLMConfig.max_cost_usd:g})")
+    p.add_argument("--llm-timeout", type=float, help=f"seconds per LLM call attempt (default {LLMConfig.timeout_s:g})")
+    p.add_argument("--max-tokens", type=int, help=f"output token cap per LLM call (default {LLMConfig.max_tokens})")
+    p.add_argument("--max-retries", type=int,
+                   help=f"retries of a transient LLM failure (default {LLMConfig.max_retries})")
     p.add_argument("--concurrency", type=int, help="LLM calls in flight at once (default: the batch size)")
     p.add_argument("--pipeline", choices=["auto", "on", "off"],
                    help="ask and check batch i+1 while batch i trains (auto: on for a live LLM, or offline with "
                         ">= 2 iterations)")
     p.add_argument("--replay-from", help="run directory (or llm_cache.jsonl) to replay LLM answers from")
-    p.add_argument("--short-steps", type=int, help="env steps of the short cascade run (0: no cascade)")
-    p.add_argument("--full-steps", type=int, help="env steps of the full run")
+    p.add_argument("--short-steps", type=int, help=f"env steps of the short cascade run (0: no cascade) {preset}")
+    p.add_argument("--full-steps", type=int, help=f"env steps of the full run {preset}")
     p.add_argument("--seed", type=int, help="run seed (default 0)")
     p.add_argument("--run-dir", help="where to write the run (default runs/<task>-<mode>-<time>)")
     p.add_argument("--resume", metavar="RUN_DIR",
