@@ -172,7 +172,7 @@ class Loop:
         self.iterations = self.config.search.iterations if cap is None else min(cap, self.config.search.iterations)
         finished = state is not None and int(state["iteration"]) >= self.iterations
         if getattr(self.strategy, "asks_llm", True) and not finished:
-            self._get_mutator()  # a missing API key, catalog or replay cache is refused before anything is written
+            self._check_mutator(resumed=saved is not None)
         self.rd.create()
         self.rd.write_json("config.json", self.config.to_dict())
         self.pipeline = self.config.search.pipeline == "on"
@@ -199,6 +199,20 @@ class Loop:
             if self.mutator is None:
                 self.mutator = self._build_mutator()
             return self.mutator
+
+    def _check_mutator(self, resumed: bool) -> None:
+        """Build the mutator now, so that a missing API key, catalog or replay cache is
+        refused (ValueError) before anything is written. A resumed run keeps its mutator,
+        so a missing key is said without the other mutators, which it cannot switch to."""
+        from limen_jax.llm.anthropic_client import MissingAPIKey
+
+        try:
+            self._get_mutator()
+        except MissingAPIKey:
+            if not resumed:
+                raise
+            raise ValueError(f"{self.rd.path} is a run of Claude (llm.mutator anthropic) and ANTHROPIC_API_KEY is "
+                             "not set: export it, then resume again") from None
 
     def _mutator_name(self) -> str:
         self._get_mutator()
@@ -338,7 +352,8 @@ class Loop:
                 current = nxt if nxt is not None else self._prepare(it, None)
         except RunStop as stop:
             complete = False
-            stopped = f"stopped ({stop.kind}): {stop} (fix it if needed, then --resume {self.rd.path})"
+            stopped = (f"stopped ({stop.kind}): {stop} (fix it if needed, then resume with python -m limen_jax.evolve "
+                       f"--resume {self.rd.path})")
             self.rd.log(f"{stop.kind}_stop", message=str(stop))
             self._say(stopped)
         except Interrupted as stop:

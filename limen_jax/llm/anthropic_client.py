@@ -221,7 +221,7 @@ class AnthropicMutator:
         if not key:
             raise MissingAPIKey(
                 "ANTHROPIC_API_KEY is not set: export it to use Claude, or run with --mutator offline "
-                "(no network) or --mutator replay (a recorded run)."
+                "(no network) or --mutator replay --replay-from RUN_DIR (a recorded run's answers)."
             )
         self.model = model
         self.max_tokens = int(max_tokens)

@@ -4,6 +4,7 @@ and a changed task; every bad input is one line, exit 2, and leaves every file a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -22,7 +23,7 @@ TOY = "--task toy_task:ToyCorridor "
 REFUSED = "{run} holds a run with another config (differs in %s); a resume may change only " + \
     ", ".join(sorted(RESUMABLE)) + "; or choose a new --run-dir"
 NO_KEY = ("ANTHROPIC_API_KEY is not set: export it to use Claude, or run with --mutator offline (no network) or "
-          "--mutator replay (a recorded run).")
+          "--mutator replay --replay-from RUN_DIR (a recorded run's answers).")
 ZERO_STEPS = "cascade.full_steps must be a whole number >= 1, got 0"
 NOT_AN_OBJECT = "--config {inputs}/list.json: expected a JSON object of config overrides, not a list"
 # flags -> the one line on stderr; {inputs}: the files below, {run}: a run with its config.json
@@ -63,6 +64,9 @@ BAD_INPUT = {
     "resume with another --config": ("--resume {run} --config {inputs}/more_steps.json",
                                      REFUSED % "cascade.full_steps"),
     "resume with a bad --config": ("--resume {run} --config {inputs}/list.json", NOT_AN_OBJECT),
+    "resume a run of Claude without a key": ("--resume {inputs}/claude", "{inputs}/claude is a run of Claude "
+                                             "(llm.mutator anthropic) and ANTHROPIC_API_KEY is not set: export it, "
+                                             "then resume again"),
     "resume elsewhere": ("--resume {run} --run-dir {inputs}/x",
                          "--run-dir: a resumed run stays in its own directory ({run}); leave --run-dir out"),
 }
@@ -70,8 +74,8 @@ BAD_INPUT = {
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> Path:
-    """The files the bad commands name, and ``run``: a run stopped before its first batch
-    (its config.json only), as a --resume finds one."""
+    """The files the bad commands name, and ``run`` and ``claude``: runs stopped before their
+    first batch (their config.json only), as a --resume finds one, the second asking Claude."""
     d = tmp_path_factory.mktemp("inputs")
     (d / "zero_steps.json").write_text(json.dumps({"cascade": {"full_steps": 0}}))
     (d / "more_steps.json").write_text(json.dumps({"cascade": {"full_steps": 4096}}))
@@ -79,8 +83,10 @@ def inputs(tmp_path_factory) -> Path:
     (d / "bad.json").write_text("{bad")
     over = toy_config(search={"pipeline": "off"})
     config = EvolveConfig.from_dict({**EvolveConfig.preset_for("toy_task:ToyCorridor").to_dict(), **over})
-    (d / "run").mkdir()
-    (d / "run" / "config.json").write_text(json.dumps(config.to_dict()))
+    for name, mutator in (("run", "offline"), ("claude", "anthropic")):
+        (d / name).mkdir()
+        llm = dataclasses.replace(config.llm, mutator=mutator)
+        (d / name / "config.json").write_text(json.dumps(dataclasses.replace(config, llm=llm).to_dict()))
     return d
 
 
