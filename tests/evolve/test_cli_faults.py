@@ -164,3 +164,17 @@ def test_config_json_records_the_mutator_that_ran_and_a_resume_keeps_it(tmp_path
     later = [e for e in events if e["event"] == "response" and e["id"].startswith("it0002")]
     assert later and {e["mutator"] for e in later} == {"offline"}
     assert json.loads((run / "config.json").read_text())["llm"]["mutator"] == "offline"
+
+
+def test_the_library_refuses_the_same_before_making_the_run_dir(tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    for over, message in (({"cascade": {"full_steps": 0}}, "cascade.full_steps must be a whole number >= 1"),
+                          ({"llm": {"mutator": "anthropic"}}, "ANTHROPIC_API_KEY is not set"),
+                          ({"search": {"prescreen": "demos"}}, "has no scripted expert")):
+        with pytest.raises(ValueError, match=message):
+            lj.evolve("toy_corridor", toy_config(**over), run_dir=tmp_path / "run", verbose=False)
+        assert not (tmp_path / "run").exists()
+    # the sparse baseline asks no LLM: no key is needed
+    sparse = toy_config(llm={"mutator": "anthropic"}, search={"mode": "sparse", "seeds": 1},
+                        cascade={"short_steps": 0, "full_steps": 512})
+    assert lj.evolve("toy_corridor", sparse, run_dir=tmp_path / "sparse", verbose=False).complete
