@@ -16,6 +16,8 @@ import pathlib
 import sys
 from typing import TYPE_CHECKING
 
+from limen_jax.cli_errors import report_bugs
+
 if TYPE_CHECKING:
     from limen_jax.program import CheckReport
 
@@ -36,11 +38,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--sandbox-info", action="store_true", help="print the isolation mechanism that protects this machine and exit"
     )
-    parser.add_argument("--mode", choices=("full", "obs_only", "reward_only"), default="full")
+    parser.add_argument("--mode", choices=("full", "obs_only", "reward_only"), default="full",
+                        help="what the program defines: both functions (full, the default), get_observation only "
+                             "(obs_only) or compute_reward only (reward_only)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     return parser
 
 
+@report_bugs
 def main(argv: list[str] | None = None) -> int:
     """Run the checker; return the exit status."""
     parser = _parser()

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from limen_jax.cli_errors import report_bugs
 from limen_jax.modes import strategy_for
 
 
@@ -209,6 +210,7 @@ def plot(runs: Sequence[dict[str, Any]], path: str | Path) -> None:
     plt.close(fig)
 
 
+@report_bugs
 def main(argv: list[str] | None = None) -> int:
     about = __doc__.split("\n\n")[0].replace("``", "")  # plain text in a terminal
     p = argparse.ArgumentParser(prog="python -m limen_jax.compare", description=about)

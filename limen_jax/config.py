@@ -19,6 +19,19 @@ from limen_jax.modes import MODES, Mode
 T = TypeVar("T")
 
 
+def _at_least(section: str, obj: Any, optional: tuple[str, ...] = (), **lows: int) -> None:
+    """ValueError naming ``section.field`` when a whole-number field is not an integer or is
+    below its lowest value; the ``optional`` ones may be None. Checked here rather than
+    where they are used: a zero budget would otherwise train anyway (rounded up to one
+    update) and a string would fail deep inside the run."""
+    for name, low in lows.items():
+        value = getattr(obj, name)
+        if value is None and name in optional:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{section}.{name} must be a whole number >= {low}, got {value!r}")
+
+
 @dataclasses.dataclass(frozen=True)
 class SearchConfig:
     """iterations: LLM rounds after the first generation; candidates: children per
@@ -64,10 +77,7 @@ class SearchConfig:
         check_options(self.strategy, self.options)  # unknown strategy, option or value: ValueError
         if self.pipeline not in ("auto", "on", "off"):
             raise ValueError(f"pipeline must be auto, on or off, got {self.pipeline!r}")
-        if self.candidates < 1 or self.seeds < 1 or self.iterations < 0:
-            raise ValueError("candidates and seeds must be >= 1 and iterations >= 0")
-        if self.programs is not None and self.programs < 1:
-            raise ValueError(f"search.programs (a budget of programs) must be >= 1, got {self.programs}")
+        _at_least("search", self, ("initial", "programs"), iterations=0, candidates=1, seeds=1, initial=1, programs=1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,6 +98,7 @@ class CascadeConfig:
     watchdog_factor: float = 5.0
 
     def __post_init__(self) -> None:
+        _at_least("cascade", self, short_steps=0, full_steps=1)
         if self.watchdog_s < 0 or self.watchdog_factor <= 0:
             raise ValueError("cascade.watchdog_s must be >= 0 (0: off) and cascade.watchdog_factor > 0")
 
@@ -112,10 +123,9 @@ class LLMConfig:
     concurrency: int | None = None
 
     def __post_init__(self) -> None:
-        if self.concurrency is not None and self.concurrency < 1:
-            raise ValueError("llm.concurrency must be >= 1 (or null for the batch size)")
-        if self.max_tokens < 1 or self.max_retries < 0 or self.timeout_s <= 0:
-            raise ValueError("llm.max_tokens >= 1, llm.max_retries >= 0 and llm.timeout_s > 0 are required")
+        _at_least("llm", self, ("concurrency",), max_tokens=1, max_retries=0, concurrency=1)
+        if self.timeout_s <= 0:
+            raise ValueError(f"llm.timeout_s must be > 0, got {self.timeout_s!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,7 +204,8 @@ def to_dict(obj: Any) -> dict[str, Any]:
 
 
 def from_dict(cls: type[T], data: dict[str, Any]) -> T:
-    """Build a (nested) dataclass from a dict; unknown keys raise ValueError."""
+    """Build a (nested) dataclass from a dict; unknown keys and values of the wrong type
+    raise ValueError."""
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     unknown = set(data) - set(fields)
     if unknown:
@@ -202,8 +213,11 @@ def from_dict(cls: type[T], data: dict[str, Any]) -> T:
     kwargs: dict[str, Any] = {}
     for name, value in data.items():
         default = getattr(cls, name, None) if not callable(getattr(cls, name, None)) else None
-        if dataclasses.is_dataclass(default) and isinstance(value, dict):
+        if dataclasses.is_dataclass(default) and not isinstance(value, type(default)):
+            if not isinstance(value, dict):
+                raise ValueError(f"{cls.__name__}.{name}: expected a mapping of its fields, got {value!r}")
             kwargs[name] = from_dict(type(default), value)
         else:
             kwargs[name] = value
-    return cls(**kwargs)
+    # a string or float where a number or a whole number is declared fails here, naming the field
+    return cls(**coerce_fields(cls, kwargs))

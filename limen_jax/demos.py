@@ -40,6 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from limen_jax.cli_errors import report_bugs
 from limen_jax.task import Task, Transition, tree_where
 
 SOURCES = ("expert", "random", "learner")
@@ -345,6 +346,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+@report_bugs
 def main(argv: list[str] | None = None) -> int:
     from limen_jax.program import ProgramError
     from limen_jax.rollout import BadInput

@@ -14,12 +14,14 @@ import argparse
 import dataclasses
 import json
 import os
+import shutil
 import sys
 import time
 import types
 from pathlib import Path
 from typing import Any
 
+from limen_jax.cli_errors import report_bugs
 from limen_jax.config import EvolveConfig, from_dict
 from limen_jax.modes import MODES
 from limen_jax.run_result import RunResult
@@ -65,7 +67,7 @@ def evolve(
     else:
         config = dataclasses.replace(config, task=task)
     if run_dir is None:
-        run_dir = Path("runs") / f"{task}-{config.search.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
+        run_dir = default_run_dir(config)
     if config.search.demos and not (Path(run_dir) / "demos.npz").exists():
         from limen_jax.demos import load_demos
         from limen_jax.task import make
@@ -73,8 +75,14 @@ def evolve(
         load_demos(config.search.demos, make(config.task))  # a bad file is refused before the run dir exists
     from limen_jax.loop import Loop
 
-    return Loop(config, RunDir(run_dir), mutator=mutator, verbose=verbose, evaluator=evaluator,
+    # the loop makes the directory once it has checked the run can start
+    return Loop(config, RunDir(run_dir, create=False), mutator=mutator, verbose=verbose, evaluator=evaluator,
                 strategy=strategy, handle_signals=handle_signals).run()
+
+
+def default_run_dir(config: EvolveConfig) -> Path:
+    """``runs/<task>-<mode>-<time>``: where a run goes without ``run_dir``."""
+    return Path("runs") / f"{config.task}-{config.search.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def resume(
@@ -102,7 +110,7 @@ def resume(
     if not any((Path(run_dir) / name).is_file() for name in ("config.json", "config.json.prev")):
         # checked before RunDir, which would create the directory
         raise FileNotFoundError(f"{run_dir} holds no config.json: not a limen_jax run directory")
-    rd = RunDir(run_dir)
+    rd = RunDir(run_dir, create=False)
     data = rd.read_json("config.json")
     from limen_jax.loop import Loop
 
@@ -122,20 +130,30 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from limen_jax.config import LLMConfig
+    from limen_jax.task import DEFAULT_BUDGETS
+
+    preset = "(default: the task's --preset budget, below)"
     p = argparse.ArgumentParser(
         prog="python -m limen_jax.evolve",
         description="Discover an RL interface (observation + reward programs) for a task.",
+        epilog="Budgets: --iterations, --candidates, --seeds, --short-steps and --full-steps default to the "
+               "task's --preset budget (python -m limen_jax.tasks --budgets TASK prints it). A task that declares "
+               f"none gets cpu: {DEFAULT_BUDGETS['cpu'].summary()}; paper: {DEFAULT_BUDGETS['paper'].summary()}.",
     )
     p.add_argument("--task", help="registered task name, family:name or module:Class (python -m limen_jax.tasks)")
-    p.add_argument("--preset", choices=["cpu", "paper"], default="cpu", help="budgets (default: cpu)")
-    p.add_argument("--iterations", type=int, help="iterations after the first generation")
-    p.add_argument("--candidates", type=int, help="children per iteration, trained together")
+    p.add_argument("--preset", choices=["cpu", "paper"], help="budgets (default: cpu)")
+    p.add_argument("--iterations", type=int, help=f"iterations after the first generation {preset}")
+    p.add_argument("--candidates", type=int, help=f"children per iteration, trained together {preset}")
     p.add_argument("--programs", type=int, metavar="N",
                    help="a budget of programs: finish after the batch that brings the run to N programs "
                         "(trained or rejected), whatever --iterations says; holds strategies with different "
                         "batch sizes to one budget")
-    p.add_argument("--seeds", type=int, help="seeds of the full training run")
-    p.add_argument("--mode", choices=MODES)
+    p.add_argument("--seeds", type=int, help=f"seeds of the full training run {preset}")
+    p.add_argument("--mode", choices=MODES, help="what candidates write: full (observation and reward programs, the "
+                   "default), obs_only (an observation; the task's sparse reward), reward_only (a reward; the task's "
+                   "observation); baselines: sparse (the task's default interface trained once, no LLM), "
+                   "independent (full programs, each written from scratch)")
     p.add_argument("--strategy", help="search strategy: map_elites (default, LIMEN), eureka, mcts (RF-Agent), "
                                        "forge, portfolio, grace, rda, greedy, independent, or any registered by the "
                                        "entry-point group limen_jax.strategies (docs/strategies.md)")
@@ -153,22 +171,25 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--mutator", choices=["auto", "anthropic", "offline", "replay"],
                    help="auto: anthropic if ANTHROPIC_API_KEY is set, else offline")
     p.add_argument("--model", help="LLM model id (anthropic)")
-    p.add_argument("--max-cost", type=float, help="stop cleanly when the LLM spend reaches this many USD")
-    p.add_argument("--llm-timeout", type=float, help="seconds per LLM call attempt (default 300)")
-    p.add_argument("--max-tokens", type=int, help="output token cap per LLM call (default 8192)")
-    p.add_argument("--max-retries", type=int, help="retries of a transient LLM failure (default 6)")
+    p.add_argument("--max-cost", type=float, help="stop cleanly when the LLM spend reaches this many USD "
+                   f"(default {LLMConfig.max_cost_usd:g})")
+    p.add_argument("--llm-timeout", type=float, help=f"seconds per LLM call attempt (default {LLMConfig.timeout_s:g})")
+    p.add_argument("--max-tokens", type=int, help=f"output token cap per LLM call (default {LLMConfig.max_tokens})")
+    p.add_argument("--max-retries", type=int,
+                   help=f"retries of a transient LLM failure (default {LLMConfig.max_retries})")
     p.add_argument("--concurrency", type=int, help="LLM calls in flight at once (default: the batch size)")
     p.add_argument("--pipeline", choices=["auto", "on", "off"],
                    help="ask and check batch i+1 while batch i trains (auto: on for a live LLM, or offline with "
                         ">= 2 iterations)")
     p.add_argument("--replay-from", help="run directory (or llm_cache.jsonl) to replay LLM answers from")
-    p.add_argument("--short-steps", type=int, help="env steps of the short cascade run (0: no cascade)")
-    p.add_argument("--full-steps", type=int, help="env steps of the full run")
+    p.add_argument("--short-steps", type=int, help=f"env steps of the short cascade run (0: no cascade) {preset}")
+    p.add_argument("--full-steps", type=int, help=f"env steps of the full run {preset}")
     p.add_argument("--seed", type=int, help="run seed (default 0)")
     p.add_argument("--run-dir", help="where to write the run (default runs/<task>-<mode>-<time>)")
     p.add_argument("--resume", metavar="RUN_DIR",
                    help="continue the run in RUN_DIR; --iterations, --programs, --max-cost, --model, --llm-timeout, "
-                        "--max-tokens, --max-retries and --concurrency may change, other flags are refused")
+                        "--max-tokens, --max-retries and --concurrency may change; a flag, --preset or --config "
+                        "value that changes anything else is refused")
     p.add_argument("--keep-policies", choices=["all", "best", "none"],
                    help="trained policies kept in RUN_DIR/policies (default best: the best program of each batch); "
                         "python -m limen_jax.rollout RUN_DIR PROGRAM_ID rolls one out")
@@ -183,11 +204,21 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def check_flags(args: argparse.Namespace) -> None:
+    """Refuse flags that cannot go together or are malformed (ValueError), before any work."""
+    if args.evaluator != "ray" and (args.ray_address is not None or args.ray_actors is not None):
+        raise ValueError("--ray-address and --ray-actors need --evaluator ray")
+    if args.evaluator == "ray":
+        from limen_jax.search.ray_evaluator import check_settings
+
+        check_settings(args.ray_address, args.ray_actors)
+    if args.resume and args.run_dir:
+        raise ValueError(f"--run-dir: a resumed run stays in its own directory ({args.resume}); leave --run-dir out")
+
+
 def make_evaluator(args: argparse.Namespace) -> Any:
     """The evaluator the flags ask for: None (the loop's in-process default) or a Ray one."""
     if args.evaluator != "ray":
-        if args.ray_address or args.ray_actors:
-            raise ValueError("--ray-address and --ray-actors need --evaluator ray")
         return None
     try:
         from limen_jax.search.ray_evaluator import RayEvaluator
@@ -262,7 +293,7 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
     recorded = recorded_config(args.replay_from)
     over: dict[str, Any] = {} if recorded else {"seed": 0}
     if args.config:
-        over = _deep_merge(over, json.loads(Path(args.config).read_text()))
+        over = _deep_merge(over, read_config_file(args.config))
     over = _deep_merge(over, _overrides(args))
     if recorded is not None:
         if args.task and args.task != recorded.get("task"):
@@ -270,27 +301,57 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
                              f"not {args.task!r}; leave --task out or give that one")
         if not recorded.get("task"):
             raise ValueError(f"--replay-from {args.replay_from}: its config.json names no task")
-        base = EvolveConfig.preset_for(recorded["task"], recorded.get("preset", args.preset)).to_dict()
+        base = EvolveConfig.preset_for(recorded["task"], recorded.get("preset", args.preset or "cpu")).to_dict()
         return from_dict(EvolveConfig, _deep_merge(_deep_merge(base, recorded), over))
     task = args.task
     if not task:
         raise ValueError("--task is required (or --resume RUN_DIR); python -m limen_jax.tasks lists them")
-    base = EvolveConfig.preset_for(task, args.preset).to_dict()
+    base = EvolveConfig.preset_for(task, args.preset or "cpu").to_dict()
     return from_dict(EvolveConfig, _deep_merge(base, over))
 
 
+def read_config_file(path: str) -> dict[str, Any]:
+    """The JSON object of config overrides in ``--config PATH``; ValueError (one line) when
+    the file cannot be read or holds anything else."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"--config {path}: cannot read it ({exc.strerror or exc})") from None
+    except ValueError as exc:  # not UTF-8, not JSON
+        raise ValueError(f"--config {path}: not a JSON file ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"--config {path}: expected a JSON object of config overrides, not a {type(data).__name__}")
+    return data
+
+
+def resume_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """What ``--resume`` is asked to change: the flags, ``--config``'s values and ``--preset``
+    as config overrides, each refused by its key when it changes what defines the run
+    (:data:`limen_jax.loop.RESUMABLE`); a changed ``--task`` is refused here, by its flag."""
+    recorded = recorded_config(args.resume) or {}
+    if args.task and recorded and args.task != recorded.get("task"):
+        raise ValueError(f"--resume {args.resume}: the run's task is {recorded.get('task')!r}; "
+                         f"--task {args.task} would change it (start a new run for another task)")
+    over = read_config_file(args.config) if args.config else {}
+    if args.preset is not None:
+        over["preset"] = args.preset
+    return _deep_merge(over, _overrides(args))
+
+
+@report_bugs
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     evaluator = None
     result: RunResult | None = None
+    run_dir: Path | None = None  # once known: what an interrupt while starting tells about
+    existed = True
     try:
-        evaluator = make_evaluator(args)  # built before the run starts, closed after it
+        check_flags(args)
         if args.resume:
-            recorded = recorded_config(args.resume) or {}
-            if args.task and recorded and args.task != recorded.get("task"):
-                raise ValueError(f"--resume {args.resume}: the run's task is {recorded.get('task')!r}; "
-                                 f"--task {args.task} would change it (start a new run for another task)")
-            result = resume(args.resume, _overrides(args), evaluator=evaluator, handle_signals=True)
+            over = resume_overrides(args)
+            run_dir = Path(args.resume)
+            evaluator = make_evaluator(args)  # built before the run starts, closed after it
+            result = resume(args.resume, over, evaluator=evaluator, handle_signals=True)
         else:
             from limen_jax.registry import factory_for, task_problem
 
@@ -303,12 +364,15 @@ def main(argv: list[str] | None = None) -> int:
             except (KeyError, ImportError) as exc:
                 print(f"error: {task_problem(config.task, exc)}", file=sys.stderr)
                 return 2
-            result = evolve(config.task, config, run_dir=args.run_dir, evaluator=evaluator, handle_signals=True)
+            run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(config)
+            existed = run_dir.exists()
+            evaluator = make_evaluator(args)
+            result = evolve(config.task, config, run_dir=run_dir, evaluator=evaluator, handle_signals=True)
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (KeyboardInterrupt, Interrupted) as stop:  # before the run began (or a library's own Ctrl-C)
-        print("\ninterrupted while starting: nothing was lost; run the same command again", file=sys.stderr, flush=True)
+        print(f"\ninterrupted while starting: {_starting_stopped(run_dir, existed)}", file=sys.stderr, flush=True)
         _exit_now(128 + int(getattr(stop, "signum", 2)))
     finally:
         if evaluator is not None:  # an interrupted run abandons what the evaluator has in flight
@@ -321,6 +385,18 @@ def main(argv: list[str] | None = None) -> int:
         # interpreter down around it aborts the process, and everything is on disk already
         _exit_now(128 + result.signal)
     return 0 if result.complete else 1
+
+
+def _starting_stopped(run_dir: Path | None, existed: bool) -> str:
+    """What an interrupt before the run's first batch left, and what to do next: the resume
+    command once the run dir holds its config; else nothing was recorded, and a directory
+    this command made (no config.json yet) is removed."""
+    if run_dir is not None and any((run_dir / n).is_file() for n in ("config.json", "config.json.prev")):
+        return f"nothing was lost; resume with python -m limen_jax.evolve --resume {run_dir}"
+    if run_dir is not None and not existed and run_dir.is_dir():
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return f"nothing was recorded yet; removed the half-made {run_dir}; run the same command again"
+    return "nothing was recorded yet; run the same command again"
 
 
 def _exit_now(code: int) -> None:

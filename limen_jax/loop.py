@@ -158,8 +158,6 @@ class Loop:
                         values={k: _flat(self.config.to_dict())[k] for k in accepted})
             self._say(f"resume: changed {', '.join(f'{k}={_flat(self.config.to_dict())[k]}' for k in accepted)}")
         self._check_demos()
-        self.rd.write_json("config.json", self.config.to_dict())
-        self.pipeline = self.config.search.pipeline == "on"
         from limen_jax.search.prescreen import parse_prescreen
 
         self.prescreen = parse_prescreen(self.config.search.prescreen) if self.program_mode != "obs_only" else None
@@ -172,6 +170,12 @@ class Loop:
                                  "(python -m limen_jax.demos --from-policy writes them from a trained policy)")
         cap = self.strategy.max_iterations if getattr(self.strategy, "max_iterations", None) is not None else None
         self.iterations = self.config.search.iterations if cap is None else min(cap, self.config.search.iterations)
+        finished = state is not None and int(state["iteration"]) >= self.iterations
+        if getattr(self.strategy, "asks_llm", True) and not finished:
+            self._check_mutator(resumed=saved is not None)
+        self.rd.create()
+        self.rd.write_json("config.json", self.config.to_dict())
+        self.pipeline = self.config.search.pipeline == "on"
         self.pending: list[Request] | None = None
         if state is None:
             self.archive = Archive(self.config.archive)
@@ -189,12 +193,26 @@ class Loop:
         return self.archive.store
 
     def _get_mutator(self) -> Any:
-        """The run's mutator, built when first asked for (a batch that asks the LLM
-        nothing, such as the sparse baseline's, never builds one)."""
+        """The run's mutator, built by :meth:`_setup` (which thereby checks it can be) unless
+        the strategy never asks the LLM (``asks_llm`` False: the sparse baseline)."""
         with self._mutator_lock:
             if self.mutator is None:
                 self.mutator = self._build_mutator()
             return self.mutator
+
+    def _check_mutator(self, resumed: bool) -> None:
+        """Build the mutator now, so that a missing API key, catalog or replay cache is
+        refused (ValueError) before anything is written. A resumed run keeps its mutator,
+        so a missing key is said without the other mutators, which it cannot switch to."""
+        from limen_jax.llm.anthropic_client import MissingAPIKey
+
+        try:
+            self._get_mutator()
+        except MissingAPIKey:
+            if not resumed:
+                raise
+            raise ValueError(f"{self.rd.path} is a run of Claude (llm.mutator anthropic) and ANTHROPIC_API_KEY is "
+                             "not set: export it, then resume again") from None
 
     def _mutator_name(self) -> str:
         self._get_mutator()
@@ -334,7 +352,8 @@ class Loop:
                 current = nxt if nxt is not None else self._prepare(it, None)
         except RunStop as stop:
             complete = False
-            stopped = f"stopped ({stop.kind}): {stop} (fix it if needed, then --resume {self.rd.path})"
+            stopped = (f"stopped ({stop.kind}): {stop} (fix it if needed, then resume with python -m limen_jax.evolve "
+                       f"--resume {self.rd.path})")
             self.rd.log(f"{stop.kind}_stop", message=str(stop))
             self._say(stopped)
         except Interrupted as stop:

@@ -21,6 +21,8 @@ import sys
 import time
 from typing import Any
 
+from limen_jax.cli_errors import report_bugs
+
 
 class BadInput(Exception):
     """The command line names something that cannot be rolled out: exit 2."""
@@ -95,6 +97,7 @@ def load_kept(run_dir: str | pathlib.Path, program_id: str, *, seed: int | None 
     return _load(args, _plan(args))
 
 
+@report_bugs
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:

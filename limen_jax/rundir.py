@@ -22,12 +22,23 @@ from typing import Any
 
 
 class RunDir:
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    """create: make the directory now; False leaves that to :meth:`create`, so that a run
+    refused at start (a bad config, a missing key) leaves nothing behind."""
+
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True) -> None:
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
-        (self.path / "programs").mkdir(exist_ok=True)
+        if create:
+            self.create()
         self.notes: list[str] = []  # what opening the directory repaired, for the run to report
         self._heal_events()
+
+    def create(self) -> None:
+        """Make the directory and its programs/ (ValueError, one line, when it cannot be)."""
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            (self.path / "programs").mkdir(exist_ok=True)
+        except OSError as exc:
+            raise ValueError(f"cannot create the run directory {self.path}: {exc.strerror or exc}") from None
 
     def _heal_events(self) -> None:
         """Cut a last line torn by a kill mid-write back to the last complete record, so that

@@ -89,6 +89,13 @@ class Budget:
     short_steps: int = 0
     threshold: float = 0.0
 
+    def summary(self) -> str:
+        """One line, as ``--help`` and ``python -m limen_jax.tasks --budgets`` show it."""
+        steps = (f"{self.short_steps:,} short (threshold {self.threshold:g}) / {self.full_steps:,} full steps"
+                 if self.short_steps else f"{self.full_steps:,} steps, no short run")
+        plural = "s" if self.candidates != 1 else ""
+        return f"{self.iterations} iterations of {self.candidates} candidate{plural}, {self.seeds} seeds, {steps}"
+
 
 # What a task that declares nothing gets: the paper's loop shape with a generic budget,
 # and on a CPU a small smoke run (one stage, two rounds of two candidates).

@@ -1,6 +1,7 @@
 """``python -m limen_jax.tasks``: list the registered tasks and adapter families.
 
-``--context NAME`` prints the markdown the LLM is given for that task.
+``--context NAME`` prints the markdown the LLM is given for that task; ``--budgets NAME``
+its evolve budgets (what ``python -m limen_jax.evolve --preset cpu|paper`` runs by default).
 """
 
 from __future__ import annotations
@@ -8,7 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from limen_jax.registry import describe, families, make, registered_tasks, task_problem
+from limen_jax.cli_errors import report_bugs
+from limen_jax.registry import describe, factory_for, families, make, registered_tasks, task_facts, task_problem
+from limen_jax.task import Task
 
 
 def _plain(text: str | None) -> str:
@@ -16,10 +19,22 @@ def _plain(text: str | None) -> str:
     return (text or "").replace("``", "")
 
 
+@report_bugs
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m limen_jax.tasks", description=_plain(__doc__))
     parser.add_argument("--context", metavar="TASK", help="print the LLM context of TASK")
+    parser.add_argument("--budgets", metavar="TASK", help="print the evolve budget of each --preset for TASK")
     args = parser.parse_args(argv)
+    if args.budgets:
+        try:
+            factory_for(args.budgets)  # an unknown name is refused, listing the known ones
+        except (KeyError, ImportError) as exc:
+            print(f"error: {task_problem(args.budgets, exc)}", file=sys.stderr)
+            return 2
+        facts = task_facts(args.budgets) or Task  # as EvolveConfig.preset_for reads them
+        for preset in ("cpu", "paper"):
+            print(f"{preset}: {facts.budget(preset).summary()}")
+        return 0
     if args.context:
         try:
             print(make(args.context).context)

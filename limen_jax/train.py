@@ -28,6 +28,8 @@ import sys
 import time
 from typing import Any
 
+from limen_jax.cli_errors import report_bugs
+
 
 class BadInput(Exception):
     """The command line asks for something that cannot be trained: one line, exit 2."""
@@ -42,10 +44,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", default="full", choices=["full", "obs_only", "reward_only", "sparse"],
                    help="ablation: keep the program's observation, reward, both, or neither")  # fmt: skip
     p.add_argument("--seeds", type=int, default=3, help="number of seeds (0..S-1 plus --seed-offset)")
-    p.add_argument("--seed-offset", type=int, default=0)
+    p.add_argument("--seed-offset", type=int, default=0, help="the first seed (default 0)")
     p.add_argument("--steps", type=int, default=None,
                    help="env steps per seed (default: the task's full budget at --preset paper, else 1,000,000)")
-    p.add_argument("--preset", default="cpu", choices=["cpu", "paper"])
+    p.add_argument("--preset", default="cpu", choices=["cpu", "paper"],
+                   help="the task's PPO hyperparameters (and --steps default) for a CPU or for the paper's GPU runs "
+                        "(default cpu)")
     p.add_argument("--ppo", nargs="*", default=[], metavar="KEY=VALUE", help="PPOConfig overrides")
     p.add_argument("--rollout", default="auto", choices=["auto", "split", "fused"],
                    help="fused: compile the rollout with the program inside (faster steps, a few seconds more "
@@ -152,6 +156,7 @@ def _policy_name(args: argparse.Namespace) -> str:
     return name or "program"
 
 
+@report_bugs
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:

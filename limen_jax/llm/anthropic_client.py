@@ -92,8 +92,9 @@ _RETRY_STATUSES = frozenset({408, 409, 429})
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
 
 
-class MissingAPIKey(MutatorError):
-    """No API key was given and ``ANTHROPIC_API_KEY`` is not set."""
+class MissingAPIKey(MutatorError, ValueError):
+    """No API key was given and ``ANTHROPIC_API_KEY`` is not set: a setting the run is
+    started with, so also a ValueError (the CLI answers it in one line, exit 2)."""
 
 
 class MalformedReply(Exception):
@@ -220,7 +221,7 @@ class AnthropicMutator:
         if not key:
             raise MissingAPIKey(
                 "ANTHROPIC_API_KEY is not set: export it to use Claude, or run with --mutator offline "
-                "(no network) or --mutator replay (a recorded run)."
+                "(no network) or --mutator replay --replay-from RUN_DIR (a recorded run's answers)."
             )
         self.model = model
         self.max_tokens = int(max_tokens)

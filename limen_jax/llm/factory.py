@@ -33,6 +33,8 @@ def make_mutator(llm: Any, task: Any, *, cache_path: str | os.PathLike[str]) -> 
         if not llm.replay_from:
             raise ValueError("mutator 'replay' needs replay_from (a run directory or llm_cache.jsonl)")
         source = Path(llm.replay_from)
+        if not source.exists():
+            raise ValueError(f"nothing to replay at {source}: expected a run directory or its {CACHE_FILENAME}")
         return CachingMutator(ReplayMutator(source / CACHE_FILENAME if source.is_dir() else source), cache)
     if kind == "offline":
         from limen_jax.llm.offline import OfflineMutator

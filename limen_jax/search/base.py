@@ -107,7 +107,8 @@ class StrategyBase:
     """Defaults for a strategy: no options, no memory, lookahead 1, never done early, as
     many generations as ``search.iterations`` asks (``max_iterations`` caps them), the
     trained policies ``--keep-policies`` keeps (``keep_policies``: "all" or "best" makes
-    the loop keep at least those, for a strategy that rolls them out).
+    the loop keep at least those, for a strategy that rolls them out), asks the LLM
+    (``asks_llm`` False: the run builds no mutator, so needs no key or catalog).
     Subclasses set ``name`` and implement ``propose``; ``options`` is an instance of
     their ``Options`` dataclass."""
 
@@ -116,6 +117,7 @@ class StrategyBase:
     lookahead: int = 1
     max_iterations: int | None = None
     keep_policies: str | None = None
+    asks_llm: bool = True
 
     def __init__(self, options: Any = None) -> None:
         self.options = options if options is not None else self.Options()

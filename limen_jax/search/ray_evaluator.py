@@ -32,6 +32,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures as cf
 import os
+import re
 import sys
 import threading
 from typing import Any
@@ -74,6 +75,7 @@ class RayEvaluator:
         split: bool | None = None,
         init: dict[str, Any] | None = None,
     ) -> None:
+        check_settings(address, actors)  # before Ray starts
         import ray
 
         self._ray = ray
@@ -284,6 +286,19 @@ def _joined(parts: list[cf.Future[EvalBatch]]) -> cf.Future[EvalBatch]:
 def _done(ray: Any, ref: Any) -> bool:
     ready, _ = ray.wait([ref], timeout=0)
     return bool(ready)
+
+
+# auto, local, HOST:PORT, ray://HOST[:PORT]; a host is a name, an IPv4 or a bracketed IPv6 address
+_ADDRESS = re.compile(r"auto|local|(ray://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):\d{1,5}|ray://[A-Za-z0-9_.-]+")
+
+
+def check_settings(address: str | None, actors: int | None) -> None:
+    """ValueError, one line, for an address Ray would not take or fewer than one actor."""
+    if address is not None and not _ADDRESS.fullmatch(address):
+        raise ValueError(f"Ray address {address!r} (--ray-address): expected auto, local, HOST:PORT "
+                         "or ray://HOST:PORT")
+    if actors is not None and actors < 1:
+        raise ValueError(f"Ray actors (--ray-actors): at least 1, got {actors}")
 
 
 def _init_args(address: str | None, actors: int | None, cpus_per_actor: float, extra: dict[str, Any]) -> dict[str, Any]:

@@ -82,6 +82,7 @@ class Sparse(StrategyBase):
     name = "sparse"
     lookahead = 0
     max_iterations = 0
+    asks_llm = False
 
     def propose(self, view: SearchView, rng: np.random.Generator) -> list[Request]:
         return [ProgramRequest(

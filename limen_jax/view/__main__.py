@@ -12,6 +12,7 @@ import sys
 import webbrowser
 from pathlib import Path
 
+from limen_jax.cli_errors import report_bugs
 from limen_jax.view import data
 
 
@@ -41,6 +42,7 @@ def _write_static(run: data.Run, out: Path) -> None:
     os.replace(tmp, out)
 
 
+@report_bugs
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:

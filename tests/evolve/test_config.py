@@ -113,3 +113,23 @@ def test_reference_rewards_sit_inside_the_ast_axis(task):
     assert 0 < grid.ast_bin(size) <= grid.num_ast_bins - 3, (task, size, grid.ast_bin_width)
     width = {"xland_medium": 60, "xland_hard": 60}.get(task, 25)
     assert grid.ast_bin_width == width
+
+
+def test_budgets_are_checked_where_the_config_is_built():
+    """A notebook gets the ValueError the CLI prints; --full-steps 0 trained one update before."""
+    from limen_jax.config import CascadeConfig, LLMConfig
+
+    for build, message in (
+        (lambda: CascadeConfig(full_steps=0), "cascade.full_steps must be a whole number >= 1, got 0"),
+        (lambda: CascadeConfig(short_steps=-1), "cascade.short_steps must be a whole number >= 0, got -1"),
+        (lambda: CascadeConfig(full_steps=1e6), "cascade.full_steps must be a whole number >= 1, got 1000000.0"),
+        (lambda: SearchConfig(iterations=-1), "search.iterations must be a whole number >= 0, got -1"),
+        (lambda: SearchConfig(programs=0), "search.programs must be a whole number >= 1, got 0"),
+        (lambda: SearchConfig(initial=0), "search.initial must be a whole number >= 1, got 0"),
+        (lambda: LLMConfig(concurrency=0), "llm.concurrency must be a whole number >= 1, got 0"),
+        (lambda: LLMConfig(max_tokens=True), "llm.max_tokens must be a whole number >= 1, got True"),
+    ):
+        with pytest.raises(ValueError) as refused:
+            build()
+        assert str(refused.value) == message
+    assert CascadeConfig(short_steps=0, full_steps=1).full_steps == 1 and SearchConfig(programs=None).programs is None

@@ -1,7 +1,9 @@
 """Interrupts are a normal stop: a real SIGINT or SIGTERM sent to a real `python -m
 limen_jax.evolve` while it checks or trains stops it at once with the resume command and
 exit status 130 / 143 (no traceback, no abort from XLA's threads), a second SIGINT too, and
-`--resume` then finishes the same run as one never interrupted."""
+`--resume` then finishes the same run as one never interrupted. A SIGINT while the run
+starts says what it left: the resume command (which works), or that nothing was recorded
+(a directory half made by the command removed)."""
 
 from __future__ import annotations
 
@@ -91,3 +93,56 @@ def test_a_second_ctrl_c_is_still_a_clean_stop(tmp_path, whole):
     run_dir, status, err = interrupt(tmp_path, training, [signal.SIGINT, signal.SIGINT])
     assert status == 130 and [e["event"] for e in events(run_dir)][-2:] == ["interrupted", "run_end"]
     resumed_equals_whole(run_dir, whole)
+
+
+# run in a fresh interpreter: ``patch`` makes one step of the start stall (after touching
+# ``mark``) until the test's SIGINT arrives
+STALL = """
+import pathlib, sys, time
+import limen_jax.loop, limen_jax.rundir
+from limen_jax.evolve import main
+def stall(*args, **kwargs):
+    pathlib.Path({mark!r}).touch()
+    time.sleep(120)
+write_json = limen_jax.rundir.RunDir.write_json
+def stall_config(self, name, data):
+    if name == "config.json":
+        stall()
+    write_json(self, name, data)
+{patch}
+sys.exit(main({argv!r}))
+"""
+STARTS = {  # where the start stalls -> what the interrupt says it left
+    "before anything is written": ("limen_jax.loop.Loop._check_demos = stall",
+                                   "nothing was recorded yet; run the same command again"),
+    "with the run dir made, no config in it": ("limen_jax.rundir.RunDir.write_json = stall_config",
+                                               "nothing was recorded yet; removed the half-made {run}; "
+                                               "run the same command again"),
+    "with the config written": ("limen_jax.loop.Loop._ppo_config = stall",
+                                "nothing was lost; resume with python -m limen_jax.evolve --resume {run}"),
+}
+
+
+@pytest.mark.parametrize("where", sorted(STARTS))
+def test_a_ctrl_c_while_starting_says_what_it_left(tmp_path, where):
+    patch, said = STARTS[where]
+    run_dir, mark = tmp_path / "run", tmp_path / "stalled"
+    (tmp_path / "cfg.json").write_text(json.dumps(toy_config(search={"iterations": 0, "candidates": 1, "seeds": 1})))
+    argv = ["--task", "toy_task:ToyCorridor", "--config", str(tmp_path / "cfg.json"), "--run-dir", str(run_dir)]
+    code = STALL.format(mark=str(mark), patch=patch, argv=argv)
+    proc = subprocess.Popen([sys.executable, "-c", code], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None and not mark.exists():
+        time.sleep(0.02)
+    assert proc.poll() is None, proc.communicate()[1][-2000:]
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
+    assert err.endswith(f"\ninterrupted while starting: {said.format(run=run_dir)}\n"), err[-2000:]
+    if "--resume" not in said:
+        assert not run_dir.exists()
+        return
+    resume = err.strip().splitlines()[-1].split("resume with ")[1]  # the command as printed
+    out = subprocess.run([sys.executable, *resume.split()[1:]], env=ENV, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and events(run_dir)[-1]["complete"] is True, out.stderr[-2000:]

@@ -68,3 +68,10 @@ class ToyCorridor(Task):
             dense_terms=("approach",),
             seed_features=(1, 2),
         )
+
+
+class ToyCorridorNoCatalog(ToyCorridor):
+    """The corridor without an offline catalog: only an LLM can write its programs."""
+
+    def offline_catalog(self) -> Catalog | None:
+        return None
