@@ -1,9 +1,13 @@
 """K candidates x S seeds on one device vs sharded over N local devices (on a CPU:
-``--xla_force_host_platform_device_count=N``), xland_easy, the CPU preset; and how much of
-the machine's cores one device already uses.
+``--xla_force_host_platform_device_count=N``), xland_easy, the CPU preset (``--preset``);
+and how much of the machine's cores one device already uses.
 
     python benchmarks/sharding.py --quick      # K=8 x S=2, 2 forced CPU devices, 8 updates
     python benchmarks/sharding.py --candidates 8 --seeds 1 --devices 2
+    CUDA_VISIBLE_DEVICES=0,1 python benchmarks/sharding.py --preset paper   # 1 GPU vs 2
+
+On GPUs the one-device sides train on one GPU (``shard=False``) and the N-device side on
+every visible GPU; the core lines then describe the host's threads only.
 
 Each side runs in a fresh process (the device count is fixed when JAX starts): the
 trainer is built and compiled, one update warms it, then ``--updates`` updates are timed.
@@ -45,7 +49,7 @@ from _xland_interfaces import family
 import limen_jax as lj
 from limen_jax.rl import BatchTrainer, PPOConfig
 task = lj.make("xland_easy")
-config = PPOConfig.preset(task.name, "cpu")
+config = PPOConfig.preset(task.name, {preset!r})
 tr = BatchTrainer(task, family(task, {k}), config, {s}, shard={shard})
 state = tr.init(list(range({s})), 10**6)
 state, _ = tr.run(state, 1)
@@ -59,11 +63,12 @@ print(json.dumps({{"devices": len(jax.devices()), "cores": len(os.sched_getaffin
 """
 
 
-def run(k: int, s: int, u: int, devices: int, cores: list[int] | None = None) -> dict:
+def run(k: int, s: int, u: int, devices: int, cores: list[int] | None = None, preset: str = "cpu") -> dict:
     """One side in a fresh process: ``devices`` devices, on ``cores`` (None: every core)."""
     here = str(pathlib.Path(__file__).resolve().parent)
     env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
-    code = CHILD.format(here=here, k=k, s=s, u=u, shard=devices > 1, cores=None if cores is None else set(cores))
+    code = CHILD.format(here=here, k=k, s=s, u=u, shard=devices > 1, cores=None if cores is None else set(cores),
+                        preset=preset)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -79,15 +84,16 @@ def main() -> None:
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--devices", type=int, default=2)
     p.add_argument("--updates", type=int, default=None)
+    p.add_argument("--preset", choices=("cpu", "paper"), default="cpu", help="the PPO preset (paper: for GPUs)")
     args = p.parse_args()
     u = args.updates or (8 if args.quick else 32)
     k, s = args.candidates, args.seeds
     cores = sorted(os.sched_getaffinity(0))
-    print(f"K={k} x S={s}, xland_easy cpu preset, {u} updates timed; {len(cores)} cores; "
+    print(f"K={k} x S={s}, xland_easy {args.preset} preset, {u} updates timed; {len(cores)} cores; "
           f"load average (1, 5, 15 min) before: {load()}", flush=True)
-    pinned = run(k, s, u, 1, cores[:1])
-    one = run(k, s, u, 1)
-    many = run(k, s, u, args.devices)
+    pinned = run(k, s, u, 1, cores[:1], args.preset)
+    one = run(k, s, u, 1, None, args.preset)
+    many = run(k, s, u, args.devices, None, args.preset)
     print(f"load average after: {load()}")
     p1, a1, m = pinned["update_s"], one["update_s"], many["update_s"]
     def busy(r: dict) -> str:
