@@ -20,13 +20,15 @@ Three runs, one after another:
 3. N devices on those cores (the slots sharded).
 
 Each prints its CPU time per update (the work done, which other load on the cores
-changes little) and CPU time / wall time over the timed updates (how many cores its
-threads kept busy). Then: time(1) / time(2), how many cores' worth one device already uses (1.0:
-it gains nothing from the other cores; C, the number of cores: it uses them all); the
-most a split over the same C cores could give, estimated as C x time(2) / time(1) (each
-core doing its share of the slots at the pinned run's pace: an estimate, not a
-measurement); and, last, time(2) / time(3), the sharding's speed-up. The load average
-is printed before and after: other work on the cores slows every run.
+changes much less than the wall time) and CPU time / wall time over the timed updates
+(how many cores its threads kept busy). Then: time(1) / time(2), how many cores' worth
+one device already uses (1.0: it gains nothing from the other cores; C, the number of
+cores: it uses them all); the most a split over the same C cores could give, estimated
+as C x time(2) / time(1) (each core doing its share of the slots at the pinned run's
+pace: an estimate, not a measurement); and, last, time(2) / time(3), the sharding's
+speed-up. The load average is printed before and after: other work on the cores slows
+every run, and on a loaded machine the wall-time ratios are the scheduler's, not the
+sharding's (docs/scale.md).
 """
 
 from __future__ import annotations
