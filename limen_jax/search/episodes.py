@@ -111,13 +111,16 @@ def _frames(task: Any, sims: Any, lengths: Any, frames: int) -> list[dict[str, A
 
 
 def renderer(task: Any) -> dict[str, Any]:
-    """Whether ``task`` renders a frame of its start state here, and if not, why not."""
+    """Whether ``task`` renders a frame of its start state here, and if not, why not (the
+    critic's prompt quotes it: host paths, e.g. of a GL library, scrubbed)."""
     import jax
+
+    from limen_jax.program.errors import scrub_paths
 
     try:
         task.render(task.reset(jax.random.key(0)).sim)
     except NotImplementedError as exc:
-        return {"available": False, "note": str(exc)}
+        return {"available": False, "note": scrub_paths(str(exc))}
     return {"available": True, "note": f"task {task.name!r} renders frames"}
 
 

@@ -212,6 +212,20 @@ def test_the_stage_machine_skips_what_has_nothing_to_judge_and_ends_after_its_it
     assert strategy.done(view(4)) == "rda: 2 iterations; no critique"
 
 
+def test_the_renderer_note_the_critic_reads_names_no_host_path():
+    from limen_jax.search.episodes import renderer
+
+    class NoGL(ToyCorridor):
+        def render(self, sim):
+            raise NotImplementedError("MuJoCo offscreen rendering needs an OpenGL backend: "
+                                      "/usr/lib/x86_64-linux-gnu/libEGL.so.1: cannot open shared object file")
+
+    view = renderer(NoGL())
+    assert view == {"available": False, "note": "MuJoCo offscreen rendering needs an OpenGL backend: <jax>: cannot "
+                                                "open shared object file"}
+    assert "/usr/lib" not in text.renderer_line({"renderer": view})
+
+
 def test_an_episodes_job_carries_the_kept_policy_not_its_path_and_says_why_one_is_missing(tmp_path):
     import pickle
 
