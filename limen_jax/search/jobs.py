@@ -34,8 +34,10 @@ class EvalJob:
     shapes repeat (None: no padding). kind: the evaluation kind that runs and scores it
     (:mod:`limen_jax.search.evaluations`). return_policies: bring each full-budget
     candidate's trained policies back on its result (to keep them). options: the kind's own
-    settings, plain JSON data (e.g. the ``episodes`` kind's policy directories). data: what
-    a kind needs besides interfaces, arrays (the ``demos`` kind: the demonstration set), or None."""
+    settings, plain JSON data (e.g. the ``episodes`` kind's episode and frame counts). data:
+    what a kind needs besides interfaces, arrays in plain containers (the ``demos`` kind: the
+    demonstration set; ``episodes``: the kept policies' parameters), or None. Never a path
+    on the driver's disk: a worker on another node cannot read it."""
 
     task: Any
     interfaces: Sequence[Any]

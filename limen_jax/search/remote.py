@@ -5,9 +5,11 @@ functions call compiled programs). What travels instead is plain data
 (:func:`job_to_wire`): the task by its spec (``limen_jax.program.pool.task_spec``: its
 class as "module:qualname", or its registered name, and its parameters), each interface
 as its exported StableHLO artifacts with its width and reward-term names (never its
-source, never a pickled function), the PPO config as a dict, and the evaluation kind by
-name (plus "module:qualname" of its class, so a kind registered by object in the driver
-is found in the worker too). :class:`EvalWorker` rebuilds the job (:func:`job_from_wire`)
+source, never a pickled function), the PPO config as a dict, a kind's own inputs as arrays
+(``job.data``: demonstrations, kept policies; never the driver's file paths, which a
+worker on another node cannot read), and the evaluation kind by name (plus
+"module:qualname" of its class, so a kind registered by object in the driver is found in
+the worker too). :class:`EvalWorker` rebuilds the job (:func:`job_from_wire`)
 and runs it with :func:`~limen_jax.search.evaluations.run_job`, as the in-process evaluator
 does. It knows nothing of Ray: a cluster evaluator wraps it in whatever actor it uses.
 """
@@ -72,7 +74,8 @@ def job_to_wire(job: EvalJob) -> dict[str, Any]:
         "kind_ref": _class_ref(type(kind)),
         "return_policies": bool(job.return_policies),
         "options": job.options,
-        # a kind's own inputs (the demos kind's demonstrations: numpy arrays in pytrees)
+        # a kind's own inputs (the demos kind's demonstrations, the episodes kind's kept
+        # policies: numpy arrays in pytrees), never a path on the driver's disk
         "data": job.data,
     }
 

@@ -1,12 +1,16 @@
 """The Ray evaluator on a local Ray cluster that the tests start (2 CPUs, 2 actors, loopback
 only): a search through it leaves the run directory the in-process evaluator leaves, with
 an actor's process killed mid-batch; a failure raised in an actor classifies as in this
-process; interfaces travel as artifacts. Skipped when Ray is not installed (``.[ray]``)."""
+process; interfaces travel as artifacts; the ``episodes`` kind rolls out kept policies
+that travel in the job (the run's policies/ deleted before the actor runs it) and the
+``demos`` kind ranks as in this process. Skipped when Ray is not installed (``.[ray]``)."""
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,10 +26,15 @@ from test_evolve import TINY_PPO, summary, toy_config
 from toy_task import ToyCorridor
 
 import limen_jax as lj
+from limen_jax import demos
+from limen_jax.archive import ProgramRecord
 from limen_jax.interface import Interface, default_interface, placeholder_interface
+from limen_jax.policies import keep_policies, policy_dir
 from limen_jax.program import compile_interface
 from limen_jax.rl import PPOConfig
-from limen_jax.search.evaluations import register_evaluation
+from limen_jax.search import rda_text
+from limen_jax.search.episodes import episode_log
+from limen_jax.search.evaluations import JobContext, evaluation_kind, register_evaluation
 from limen_jax.search.evaluator import InProcessEvaluator
 from limen_jax.search.faults import is_engine_error
 from limen_jax.search.jobs import Budget, EvalBatch, EvalJob, merge_batches, split_job
@@ -260,3 +269,56 @@ def test_an_interface_with_no_artifacts_cannot_travel():
     plain = Interface(lambda s: jnp.zeros(1), lambda s, a, s2: jnp.zeros(()), 1, name="python")
     with pytest.raises(ValueError, match="no exported artifacts"):
         job_to_wire(EvalJob(task, [plain], [0], Budget(64, 64, 0.0), PPOConfig()))
+
+
+def test_an_episodes_job_runs_on_an_actor_that_cannot_read_the_drivers_run_directory(evaluator, tmp_path):
+    """On a cluster with no shared filesystem an actor cannot read <run>/policies/: the job
+    carries the kept policy itself. Here the driver deletes policies/ once the job is built,
+    and the actor's rollout log is the one read from disk before, and the in-process one."""
+    task, ppo = ToyCorridor(), PPOConfig.from_dict(TINY_PPO)
+    iface = compile_interface(PROGRAM, task, name="it0001-c00")
+    train = EvalJob(task, [iface], [0, 1], Budget(2048, 2048, 0.0), ppo, return_policies=True)
+    (trained,) = InProcessEvaluator().submit(train).result(timeout=300).results
+    run = tmp_path / "run"
+    assert len(keep_policies(run, [(iface.name, trained)], "all")) == 2
+    ctx = JobContext(task, ppo, 0, 2, Budget(2048, 2048, 0.0), run_path=str(run))
+    job = evaluation_kind("episodes").job(ctx, [iface, default_interface(task)], {"episodes": 4})
+    from_disk = episode_log(task, iface, policy_dir(run, iface.name, 0), job.seeds[0], 4)
+    shutil.rmtree(run / "policies")
+    assert str(tmp_path).encode() not in pickle.dumps(job_to_wire(job))  # no host path travels
+
+    there = evaluator.submit(job).result(timeout=300)
+    here = InProcessEvaluator().submit(job).result(timeout=120)
+    assert from_disk["policy_seed"] == 0 and len(from_disk["episodes"]) == 4
+    assert {e["length"] for e in from_disk["episodes"]} != {0}
+    assert there.results[0] == here.results[0] == from_disk
+    missing, missing_here = there.results[1], here.results[1]
+    assert type(missing) is type(missing_here) is FileNotFoundError and str(missing) == str(missing_here)
+    # what goes back to the LLM (the record's evaluation, the critic's prompt) names no host path
+    ok, gone = ProgramRecord(iface.name, PROGRAM), ProgramRecord("it0001-c01", PROGRAM)
+    evaluation_kind("episodes").score(ok, there.results[0], job)
+    evaluation_kind("episodes").score(gone, missing, job)
+    prompt = rda_text.critic_prompt(task, [{"name": "goal", "description": "reach the goal"}], ok,
+                                    ok.evaluations["episodes"], 40)
+    assert "### Episode 4:" in prompt
+    assert "--keep-policies all" in gone.evaluations["episodes"]["error"]
+    for text in (prompt, json.dumps(ok.evaluations), json.dumps(gone.evaluations)):
+        assert str(tmp_path) not in text and "/policies/" not in text
+
+
+def test_a_demos_job_on_an_actor_ranks_as_in_this_process(evaluator):
+    task = ToyCorridor()
+    ep = demos.from_episodes(demos.rollout(task, demos.random_policy(task), jax.random.key(0), 8), "random")
+    tagged = demos.DemoSet(ep.transitions, np.where(ep.episode < 4, "expert", "random"), ep.round, ep.episode,
+                           ep.step)  # fmt: skip
+    ifaces = [compile_interface(PROGRAM.replace("* 0.1", f"* 0.{k}"), task, name=f"p{k}") for k in (1, 2)]
+    ctx = JobContext(task, PPOConfig(), 0, 1, Budget(0, 0, 0.0), demos=tagged)
+    job = evaluation_kind("demos").job(ctx, [*ifaces, default_interface(task)], {})
+    there = evaluator.submit(job).result(timeout=300)
+    here = InProcessEvaluator().submit(job).result(timeout=120)
+    assert len(there.results) == 3
+    for a, b in zip(there.results, here.results, strict=True):
+        assert (a.accuracy, a.experts, a.negatives) == (b.accuracy, b.experts, b.negatives)
+        np.testing.assert_array_equal(a.rewards, b.rewards)
+    assert there.results[0].experts + there.results[0].negatives == len(tagged)
+    assert len({r.accuracy for r in here.results}) > 1  # the programs rank differently

@@ -212,26 +212,69 @@ def test_the_stage_machine_skips_what_has_nothing_to_judge_and_ends_after_its_it
     assert strategy.done(view(4)) == "rda: 2 iterations; no critique"
 
 
-def test_an_episodes_job_names_the_kept_policy_and_its_options_travel_to_a_worker(tmp_path):
+def test_the_renderer_note_the_critic_reads_names_no_host_path():
+    from limen_jax.search.episodes import renderer
+
+    class NoGL(ToyCorridor):
+        def render(self, sim):
+            raise NotImplementedError("MuJoCo offscreen rendering needs an OpenGL backend: "
+                                      "/usr/lib/x86_64-linux-gnu/libEGL.so.1: cannot open shared object file")
+
+    view = renderer(NoGL())
+    assert view == {"available": False, "note": "MuJoCo offscreen rendering needs an OpenGL backend: <jax>: cannot "
+                                                "open shared object file"}
+    assert "/usr/lib" not in text.renderer_line({"renderer": view})
+
+
+def test_an_episodes_job_carries_the_kept_policy_not_its_path_and_says_why_one_is_missing(tmp_path):
+    import pickle
+
     from limen_jax.interface import default_interface, placeholder_interface
+    from limen_jax.policies import policy_dir, save_policy
     from limen_jax.rl import PPOConfig
+    from limen_jax.rl.normalize import ObsStats
     from limen_jax.search.evaluations import JobContext, evaluation_kind
     from limen_jax.search.jobs import Budget
     from limen_jax.search.remote import job_from_wire, job_to_wire
 
     task = ToyCorridor()
-    (tmp_path / "policies" / "it0001-c00" / "seed3000").mkdir(parents=True)
-    (tmp_path / "policies" / "it0001-c00" / "seed3001").mkdir(parents=True)
-    kept = dataclasses.replace(placeholder_interface(2), name="it0001-c00")
+
+    def params(k):
+        return {"params": {"Dense_0": {"kernel": np.arange(6, dtype=np.float32).reshape(2, 3) * k,
+                                       "bias": np.full(3, k, np.float32)}}}
+
+    stats = ObsStats(np.array([0.5, -1.0], np.float32), np.array([2.0, 3.0], np.float32), np.float32(7.0))
+    for seed in (3000, 3001):  # the first kept seed travels
+        save_policy(policy_dir(tmp_path, "it0001-c00", seed), params(seed), stats, {"seed": seed, "task": "toy"})
+    (tmp_path / "policies" / "it0001-c01" / "seed3000").mkdir(parents=True)  # kept, but no checkpoint in it
+    kept, damaged = (dataclasses.replace(placeholder_interface(2), name=f"it0001-c0{k}") for k in (0, 1))
     ctx = JobContext(task, PPOConfig(), 3, 2, Budget(0, 2048, 0.0), run_path=str(tmp_path))
-    job = evaluation_kind("episodes").job(ctx, [kept, default_interface(task)], {"frames": 4})
+    job = evaluation_kind("episodes").job(ctx, [kept, damaged, default_interface(task)], {"frames": 4})
     assert job.kind == "episodes" and list(job.seeds) == [3700]
-    assert job.options == {"episodes": 3, "frames": 4,
-                           "policies": [str(tmp_path / "policies" / "it0001-c00" / "seed3000"), ""]}
-    back = job_from_wire(json.loads(json.dumps(job_to_wire(dataclasses.replace(job, interfaces=[
-        default_interface(task)])))), task)
+    assert job.options == {"episodes": 3, "frames": 4}
+    first, bad, none = job.data["policies"]
+    assert first["metadata"] == {"seed": 3000, "task": "toy"}
+    np.testing.assert_array_equal(first["arrays"]["params"]["params"]["Dense_0"]["kernel"],
+                                  params(3000)["params"]["Dense_0"]["kernel"])
+    np.testing.assert_array_equal(first["arrays"]["obs_stats"]["var"], stats.var)
+    assert bad["unreadable"] == ("the kept policy of it0001-c01 (seed 3000) could not be read: "
+                                 "FileNotFoundError: no saved policy in <jax>")  # the path scrubbed
+    assert "--keep-policies all" in none["missing"]
+    # what travels names no path of the driver's, and a worker rebuilds the same policy from it
+    wire = pickle.dumps(job_to_wire(dataclasses.replace(job, interfaces=[default_interface(task)] * 3)))
+    assert str(tmp_path).encode() not in wire and b"/policies/" not in wire
+    back = job_from_wire(pickle.loads(wire), task)
     assert back.options == job.options and back.kind == "episodes"
-    (missing,) = evaluation_kind("episodes").run(dataclasses.replace(job, interfaces=[default_interface(task)],
-                                                                     options={**job.options, "policies": [""]}),
-                                                 None).results
+    from limen_jax.search.episodes import policy_from_data
+
+    policy = policy_from_data(back.data["policies"][0])
+    assert policy.metadata["seed"] == 3000 and float(policy.obs_stats.count) == 7.0
+    np.testing.assert_array_equal(policy.params["params"]["Dense_0"]["bias"], np.full(3, 3000, np.float32))
+    unreadable, missing = evaluation_kind("episodes").run(dataclasses.replace(
+        back, interfaces=[default_interface(task)] * 2, data={"policies": [bad, none]}), None).results
+    assert isinstance(unreadable, RuntimeError) and str(unreadable) == bad["unreadable"]
     assert isinstance(missing, FileNotFoundError) and "--keep-policies all" in str(missing)
+    # a rollout's error reaches the record (and the critic's note) with host paths scrubbed
+    record = ProgramRecord("it0001-c00", "x")
+    Episodes().score(record, ValueError(f"bad shape in {tmp_path}/policies/x/arrays"), job)
+    assert record.evaluations["episodes"] == {"error": "ValueError: bad shape in <jax>"}
