@@ -6,11 +6,12 @@ Batches alternate between two phases, so that every prompt sees every answer bef
 - **expand**: the first time, ``first_level`` programs from scratch, each opening with a
   one-line design thought; then select a leaf by UCT (:mod:`limen_jax.search.tree`)
   and ask its ``leaves`` children (the paper's 8: operators m1 x2, m2 x2, c3 x2, r4, d5;
-  another count scales those shares, :func:`limen_jax.search.tree.operator_counts`), each
-  shown what the paper says it sees (the parent's thought, code and reward reflection; c3 k elites drawn
-  with odds 1 / rank; r4 the chain of k ancestors; d5 k nodes of other branches; k drawn
-  from {2, 3, 4}). The children train as one batch; their scores F start Q = F, N = 1 and
-  are back-propagated (η); t grows by the programs asked and λ decays with it.
+  another count scales those shares, :func:`limen_jax.search.tree.operator_counts`),
+  each shown what the paper says it sees (the parent's thought, code and reward
+  reflection; c3 k elites drawn with odds 1 / rank; r4 the chain of k ancestors; d5 k
+  nodes of other branches; k drawn from {2, 3, 4}). The children train as one batch;
+  their scores F start Q = F, N = 1 and are back-propagated (η); t grows by the programs
+  asked and λ decays with it.
 - **verify**: for each new scored node, a self-verification (the LLM rates the reward's
   fit to the task, v_self in [-1, 1]) and a thought alignment (z rewritten from the final
   code), both text requests; each rejected child gets one repair (its traceback shown),
