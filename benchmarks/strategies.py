@@ -12,7 +12,9 @@ program. A strategy's own stopping rule may end it sooner (forge's); the tables 
 programs each run made. A name this process cannot make (no registration, or its module
 is missing) is skipped with a line saying so. The options a paper sizes by the budget are
 set from it (mcts: ``budget`` = the programs, ``first_level`` = the first generation's size;
-forge: ``components`` = that size); ``--option NAME.KEY=VALUE`` sets any option. Runs go
+forge: ``components`` = that size); ``--option NAME.KEY=VALUE`` sets any option (checked
+against the strategy's options before anything runs; mcts's ``leaves`` sizes its expansion
+batches, the paper's 8 by default). Runs go
 to ``OUT/<strategy>/seed<k>``; a run directory that already holds a finished run is read
 back, not re-run, and an interrupted one resumes.
 
@@ -41,7 +43,7 @@ from typing import Any
 import limen_jax as lj
 from limen_jax.compare import load_run, strategy_table, summarise, table
 from limen_jax.config import EvolveConfig
-from limen_jax.search.registry import strategy_class
+from limen_jax.search.registry import check_options, strategy_class
 
 DEFAULT_STRATEGIES = ("map_elites", "eureka", "mcts", "forge", "portfolio", "independent")
 QUICK = {"initial": 3, "candidates": 3, "programs": 9, "steps": 300_000, "train_seeds": 1}
@@ -163,6 +165,12 @@ def main(argv: list[str] | None = None) -> int:
     over = budget(args.task, args)
     s = over["search"]
     args.budget = s["programs"]
+    for name in names:  # a bad option is an error now, not when its strategy's turn comes
+        if runnable(name) is None:
+            try:
+                check_options(name, {**budget_options(name, s), **args.options.get(name, {})})
+            except ValueError as exc:
+                p.error(f"--option {name}: {exc}")
     print(f"{args.task}: {s['programs']} programs per run ({s['initial']} from scratch, then batches of "
           f"{s['candidates']} where the strategy takes search.candidates), {over['cascade']['full_steps']:,} steps x "
           f"{s['seeds']} seeds each; run seeds {seeds}", flush=True)

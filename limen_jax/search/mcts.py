@@ -5,11 +5,13 @@ Batches alternate between two phases, so that every prompt sees every answer bef
 
 - **expand**: the first time, ``first_level`` programs from scratch, each opening with a
   one-line design thought; then select a leaf by UCT (:mod:`limen_jax.search.tree`)
-  and ask its 8 children, operators m1 x2, m2 x2, c3 x2, r4, d5, each shown what the
-  paper says it sees (the parent's thought, code and reward reflection; c3 k elites drawn
-  with odds 1 / rank; r4 the chain of k ancestors; d5 k nodes of other branches; k drawn
-  from {2, 3, 4}). The children train as one batch; their scores F start Q = F, N = 1 and
-  are back-propagated (η); t grows by the programs asked and λ decays with it.
+  and ask its ``leaves`` children (the paper's 8: operators m1 x2, m2 x2, c3 x2, r4, d5;
+  another count scales those shares, :func:`limen_jax.search.tree.operator_counts`),
+  each shown what the paper says it sees (the parent's thought, code and reward
+  reflection; c3 k elites drawn with odds 1 / rank; r4 the chain of k ancestors; d5 k
+  nodes of other branches; k drawn from {2, 3, 4}). The children train as one batch;
+  their scores F start Q = F, N = 1 and are back-propagated (η); t grows by the programs
+  asked and λ decays with it.
 - **verify**: for each new scored node, a self-verification (the LLM rates the reward's
   fit to the task, v_self in [-1, 1]) and a thought alignment (z rewritten from the final
   code), both text requests; each rejected child gets one repair (its traceback shown),
@@ -75,10 +77,11 @@ class TreeSearch(StrategyBase):
         first_level: int = 8  # N_I: first-level nodes, each from a design thought
         lambda0: float = 0.4  # exploration weight at t = 0
         eta: float = 0.7  # back-propagation mixing
+        leaves: int = T.LEAVES  # children per expansion, trained as one batch (the paper's 8)
 
         def __post_init__(self) -> None:
-            if self.budget < 1 or self.first_level < 1:
-                raise ValueError("budget and first_level must be at least 1")
+            if self.budget < 1 or self.first_level < 1 or self.leaves < 1:
+                raise ValueError("budget, first_level and leaves must be at least 1")
             if not 0.0 <= self.eta <= 1.0:
                 raise ValueError("eta must be in [0, 1]")
 
@@ -111,7 +114,7 @@ class TreeSearch(StrategyBase):
                 out.append(insert_section(request, load_template("mcts_thought")))
             return out
         parent = view.store.get(str(self.tree[leaf].program))
-        for i, op in enumerate(T.expansion_plan()):
+        for i, op in enumerate(T.expansion_plan(self.options.leaves)):
             node = self._new(leaf, op)
             k = int(rng.choice(T.K_CHOICES))
             shown = self._shown(op, leaf, k, rng)

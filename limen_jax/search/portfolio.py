@@ -23,6 +23,11 @@ batch one program per component). Outcomes go back to the member that asked, by 
 id. Lookahead is the least of the members'; the portfolio is done when every member is.
 Memory: each member's own ``to_dict`` (nested), the improvements per member, and the
 owner of each request in flight.
+
+Members' options: ``member_options`` maps a member's name to its own ``search.options``
+(``{"mcts": {"first_level": 3}}``; from the CLI ``--set
+search.options.member_options.mcts.first_level=3``), each checked against that member's
+``Options`` when the config is built; a member not named takes its defaults.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from limen_jax.search.base import SearchView, StrategyBase
-from limen_jax.search.registry import make_strategy, strategy_class, strategy_names
+from limen_jax.search.registry import check_options, make_strategy, strategy_class, strategy_names
 from limen_jax.search.requests import Outcome, ProgramRequest, Request
 
 DEFAULT_MEMBERS = ("map_elites", "eureka", "mcts", "forge")  # those registered in this process
@@ -70,6 +75,28 @@ def improvements_of(outcomes: Sequence[Outcome], best_before: float) -> list[tup
     return out
 
 
+def _split(members: str) -> list[str]:
+    return [m.strip() for m in members.split(",") if m.strip()]
+
+
+def check_member_options(member_options: Any, members: Sequence[str]) -> None:
+    """ValueError unless ``member_options`` maps names among ``members`` to mappings of
+    options that each member's ``Options`` accepts (names, types and values)."""
+    if not isinstance(member_options, dict) or not all(isinstance(v, dict) for v in member_options.values()):
+        raise ValueError("member_options must map member names to their options, e.g. "
+                         f'{{"mcts": {{"first_level": 3}}}}, got {member_options!r}')
+    stray = sorted(set(member_options) - set(members))
+    if stray:
+        raise ValueError(f"member_options names {stray}, which are not members (members: {list(members)})")
+    for name, options in member_options.items():
+        try:
+            check_options(name, options)
+        except ImportError as exc:
+            raise ValueError(f"member_options[{name!r}]: strategy {name!r} cannot be loaded ({exc})") from None
+        except ValueError as exc:
+            raise ValueError(f"member_options[{name!r}]: {exc}") from None
+
+
 def _loads(name: str) -> bool:
     """Whether the strategy registered as ``name`` can be loaded (an entry point may name a
     module that is not installed)."""
@@ -88,14 +115,18 @@ class Portfolio(StrategyBase):
         members: str = ",".join(DEFAULT_MEMBERS)  # comma-separated strategy names
         c: float = math.sqrt(2.0)  # UCB1's exploration weight
         window: int = 8  # the programs per member the mean and count are taken over (0: all)
+        # member name -> that member's own options (its Options' fields); others take defaults
+        member_options: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
         def __post_init__(self) -> None:
             if self.c < 0 or self.window < 0:
                 raise ValueError("need c >= 0 and window >= 0")
+            check_member_options(self.member_options, _split(self.members))
 
     def __init__(self, options: Any = None) -> None:
         super().__init__(options)
-        self.members = {name: make_strategy(name) for name in self._member_names()}
+        self.members = {name: make_strategy(name, self.options.member_options.get(name))
+                        for name in self._member_names()}
         self.improvements: dict[str, list[float]] = {m: [] for m in self.members}
         self.owner: dict[str, str] = {}  # request id -> member, for requests not yet told
         self.lookahead = min(getattr(s, "lookahead", 1) for s in self.members.values())
@@ -103,7 +134,7 @@ class Portfolio(StrategyBase):
     def _member_names(self) -> list[str]:
         """The members asked for; of the default list, those this process can load (the
         default names strategies other packages provide); any other unknown name is an error."""
-        asked = [m.strip() for m in self.options.members.split(",") if m.strip()]
+        asked = _split(self.options.members)
         known = {m for m in strategy_names() if _loads(m)}
         default = self.options.members == ",".join(DEFAULT_MEMBERS)
         names = [m for m in asked if m in known] if default else asked

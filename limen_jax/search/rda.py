@@ -10,11 +10,16 @@ One RDA iteration is four batches (``lookahead`` 0: each reads the last one's ou
    evaluation episodes, every step's reward terms logged
    (:mod:`limen_jax.search.episodes`);
 3. ``critic``: one text request per candidate holding exactly its episodes' term logs
-   and a renderer line; per episode and subtask a completion score in [0, 1] and a
-   reason, aggregated per subtask (mean over episodes) and per candidate (mean over
-   subtasks); the best by that aggregate is kept;
+   and a renderer line (and, where the reward's terms are not the subtasks, a line naming
+   the subtasks without a term and the terms named after no subtask); per episode and
+   subtask a completion score in [0, 1] and a reason, aggregated per subtask (mean over
+   episodes) and per candidate (mean over subtasks); the best by that aggregate is kept;
 4. ``reflect_subtasks``: vague subtask descriptions sharpened, same names and count
    (skipped after the last iteration).
+
+A rewrite whose predecessor's terms are not the subtasks gets a section naming what is
+missing and what is extra; nothing is rejected for it (the paper's revisions may add
+terms), and the ``programs`` event lists such candidates (``terms_mismatch``).
 
 Batch 0 asks for the decomposition (``decompose``). The run ends after ``iterations``
 iterations (so ``search.iterations`` must allow ``4 * iterations`` batches). Memory
@@ -101,6 +106,10 @@ class Decompose(StrategyBase):
             extra = [text.terms_section(self.subtasks)]
             if parent is not None and "aggregate" in self.critiques.get(parent.id, {}):
                 extra.append(text.summary_section(parent.id, self.critiques[parent.id], self.options.episodes))
+            terms = reward_terms(parent) if parent is not None else None
+            if parent is not None and terms is not None:
+                extra.append(text.rewrite_terms_section(parent.id, self.subtasks, terms))
+            extra = [x for x in extra if x]
             out.append(dataclasses.replace(req, user=req.user.rstrip() + "\n\n" + "\n\n".join(extra) + "\n"))
         return out
 
@@ -122,6 +131,14 @@ class Decompose(StrategyBase):
                 if not _trained(r):
                     self.critiques[r.id] = {"note": "not trained: " + text.one_line((r.error or {}).get("message", ""))}
             event["trained"] = trained
+            # the paper's rewards have a term per subtask, and its revisions may add terms: a
+            # mismatch is not rejected, it is logged here and named in the critic's and the
+            # rewrite's prompts
+            mismatched = {r.id: dict(zip(("missing", "unexpected"), text.term_mismatch(self.subtasks, terms)))
+                          for r in records if (terms := reward_terms(r)) is not None}
+            mismatched = {i: m for i, m in mismatched.items() if m["missing"] or m["unexpected"]}
+            if mismatched:
+                event["terms_mismatch"] = mismatched
             self.stage = "episodes" if trained else self._end_round()
         elif stage == "episodes":
             logged = [i for i in self.candidates if _log(view.store.get(i))]
@@ -179,6 +196,17 @@ class Decompose(StrategyBase):
 
 def _trained(record: Any) -> bool:
     return record.error is None and record.success is not None
+
+
+def reward_terms(record: Any) -> list[str] | None:
+    """The names of the terms ``record``'s reward returns, as its episodes log or its
+    training recorded them (a scalar reward: ["reward"]); None for one never trained."""
+    log = _log(record)
+    if log:
+        return [str(t) for t in log["terms"]]
+    if record.eval_terms:
+        return list(record.eval_terms)
+    return ["reward"] if _trained(record) else None
 
 
 def _log(record: Any) -> dict[str, Any]:

@@ -88,6 +88,46 @@ def summary(names: Sequence[str], scores: np.ndarray, reasons: list[list[str]]) 
             "scores": {n: float(m) for n, m in zip(names, means, strict=True)}, "failing": failing}
 
 
+def term_mismatch(subtasks: Sequence[Subtask], terms: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(missing, unexpected): the subtasks no term of ``terms`` is named after (subtask
+    order) and the terms named after no subtask (their order). ([], []) when they match."""
+    names = [s["name"] for s in subtasks]
+    return [n for n in names if n not in terms], [t for t in terms if t not in names]
+
+
+def mismatch_text(subtasks: Sequence[Subtask], terms: Sequence[str]) -> str:
+    """The mismatch between a reward's terms (identifiers, as the checker allows them) and
+    the subtasks in words, "" when they match: "no term for subtask `a`; the term `b` is
+    named after no subtask"; a scalar reward (the one term "reward") is said to be one."""
+    missing, unexpected = term_mismatch(subtasks, terms)
+    ticks = lambda names: ", ".join(f"`{n}`" for n in names)  # noqa: E731
+    subtask_s = f"subtask{'s' if len(missing) > 1 else ''} {ticks(missing)}"
+    if unexpected == ["reward"] == list(terms):
+        return f"it returns a single value (logged as `reward`), with no term for {subtask_s}"
+    parts = []
+    if missing:
+        parts.append(f"no term for {subtask_s}")
+    if unexpected:
+        parts.append(f"the term{'s' if len(unexpected) > 1 else ''} {ticks(unexpected)} "
+                     f"{'are' if len(unexpected) > 1 else 'is'} named after no subtask")
+    return "; ".join(parts)
+
+
+def critic_terms_note(subtasks: Sequence[Subtask], terms: Sequence[str]) -> str:
+    """The critic's line on a reward whose terms do not match the subtasks ("" if they do)."""
+    detail = mismatch_text(subtasks, terms)
+    return render("rda_critic_terms", mismatch=detail) if detail else ""
+
+
+def rewrite_terms_section(program_id: str, subtasks: Sequence[Subtask], terms: Sequence[str]) -> str:
+    """The rewrite prompt's section on a predecessor whose terms do not match the
+    subtasks ("" if they do): what is missing and what is extra, named."""
+    detail = mismatch_text(subtasks, terms)
+    if not detail:
+        return ""
+    return render("rda_rewrite_terms", id=program_id, mismatch=detail, count=str(len(subtasks)))
+
+
 def decompose_prompt(task: Any, max_subtasks: int) -> str:
     return render("rda_decompose", task=task.description, max_subtasks=str(max_subtasks))
 
@@ -133,15 +173,17 @@ def episode_block(e: int, episode: dict[str, Any], names: Sequence[str]) -> str:
 
 
 def critic_prompt(task: Any, subtasks: Sequence[Subtask], record: Any, log: dict[str, Any], max_lines: int) -> str:
-    """The critic's prompt for one candidate: the task, subtasks, renderer line, its reward
-    code and every episode of its ``episodes`` log."""
+    """The critic's prompt for one candidate: the task, subtasks, renderer line, a line
+    naming the terms missing or unexpected when the reward's terms are not the subtasks,
+    its reward code and every episode of its ``episodes`` log."""
     names = list(log["terms"])
     code = record.code.rstrip().splitlines()
     code = code[:max_lines] + ([f"# ... ({len(code) - max_lines} more lines cut)"] if len(code) > max_lines else [])
     logs = "\n\n".join(episode_block(e, ep, names) for e, ep in enumerate(log["episodes"]))
     return render("rda_critic", task=task.description, subtasks=subtask_lines(subtasks),
                   episodes=str(len(log["episodes"])), steps_shown=str(STEPS_SHOWN),
-                  renderer=renderer_line(log), code="\n".join(code), logs=logs)
+                  renderer=renderer_line(log), terms=critic_terms_note(subtasks, names), code="\n".join(code),
+                  logs=logs)
 
 
 def reflect_prompt(task: Any, subtasks: Sequence[Subtask], summaries: Sequence[dict[str, Any]]) -> str:

@@ -16,11 +16,12 @@ from typing import Any
 
 import numpy as np
 
-# The expansion actions and how many children each gets (8 per expansion):
+# The expansion actions and how many children each gets in the paper's 8 per expansion:
 # m1 restructure (add or drop terms), m2 retune weights, c3 crossover with elites,
 # r4 reason over the chain of ancestors, d5 write something unlike other branches.
 OPERATORS = ("m1_restructure", "m2_retune", "c3_crossover", "r4_reason", "d5_diverge")
 COUNTS = (2, 2, 2, 1, 1)
+LEAVES = sum(COUNTS)  # the paper's children per expansion
 K_CHOICES = (2, 3, 4)  # k elites / ancestors / other nodes shown, drawn per child
 
 Tree = dict[str, "Node"]
@@ -132,9 +133,24 @@ def backpropagate(tree: Tree, node: str, eta: float = 0.7) -> None:
         here.N = sum(k.N for k in kids)
 
 
-def expansion_plan() -> list[str]:
-    """The 8 operators of one expansion, in order: m1, m1, m2, m2, c3, c3, r4, d5."""
-    return [op for op, n in zip(OPERATORS, COUNTS) for _ in range(n)]
+def operator_counts(leaves: int = LEAVES) -> tuple[int, ...]:
+    """Children per operator (in OPERATORS order) for an expansion of ``leaves``: the
+    paper's 2, 2, 2, 1, 1 scaled to ``leaves`` by largest remainders (ties to the earlier
+    operator), so 8 gives the paper's counts, 16 twice them, 5 one each, 3 m1, m2, c3."""
+    if leaves < 1:
+        raise ValueError(f"an expansion needs at least 1 leaf, got {leaves}")
+    shares = [leaves * n / LEAVES for n in COUNTS]
+    counts = [math.floor(s) for s in shares]
+    by_remainder = sorted(range(len(COUNTS)), key=lambda i: (-(shares[i] - counts[i]), i))
+    for i in by_remainder[: leaves - sum(counts)]:
+        counts[i] += 1
+    return tuple(counts)
+
+
+def expansion_plan(leaves: int = LEAVES) -> list[str]:
+    """The operators of one expansion of ``leaves`` children, grouped in OPERATORS order;
+    the paper's 8: m1, m1, m2, m2, c3, c3, r4, d5."""
+    return [op for op, n in zip(OPERATORS, operator_counts(leaves)) for _ in range(n)]
 
 
 def elite_weights(n: int) -> np.ndarray:

@@ -56,15 +56,31 @@ def checkpointed(iteration: int) -> Moment:
     return lambda run_dir: (checkpoint(run_dir) or {"iteration": -1})["iteration"] >= iteration
 
 
+def _command(run_dir: Path, config: dict[str, Any], args: Sequence[str]) -> list[str]:
+    """``python -m limen_jax.evolve --task toy_task:ToyCorridor`` with ``config`` (written beside
+    ``run_dir`` as ``<run_dir name>.json``) and ``args``, into ``run_dir``."""
+    cfg = run_dir.parent / f"{run_dir.name}.json"
+    cfg.write_text(json.dumps(config))
+    return [sys.executable, "-m", "limen_jax.evolve", "--task", "toy_task:ToyCorridor", "--config", str(cfg), *args,
+            "--run-dir", str(run_dir)]
+
+
+def run_cli(run_dir: Path, config: dict[str, Any], args: Sequence[str] = (),
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m limen_jax.evolve --task toy_task:ToyCorridor`` with ``config`` and ``args``
+    (``--replay-from RUN``, ``--strategy NAME``, ...) run to its end, which must be a success."""
+    out = subprocess.run(_command(run_dir, config, args), env=env or cli_env(), capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out
+
+
 def kill_9(run_dir: Path, config: dict[str, Any], moment: Moment, args: Sequence[str] = (),
            env: dict[str, str] | None = None) -> dict[str, Any] | None:
     """Start ``python -m limen_jax.evolve --task toy_task:ToyCorridor`` with ``config`` (written
-    beside ``run_dir`` as cfg.json) and ``args``; SIGKILL it once ``moment(run_dir)``, which it
-    must reach alive within 10 minutes; returns the checkpoint it left (None if none yet)."""
-    cfg = run_dir.parent / "cfg.json"
-    cfg.write_text(json.dumps(config))
-    cmd = [sys.executable, "-m", "limen_jax.evolve", "--task", "toy_task:ToyCorridor", "--config", str(cfg), *args,
-           "--run-dir", str(run_dir)]
+    beside ``run_dir``) and ``args``; SIGKILL it once ``moment(run_dir)``, which it must reach
+    alive within 10 minutes; returns the checkpoint it left (None if none yet)."""
+    cmd = _command(run_dir, config, args)
     proc = subprocess.Popen(cmd, env=env or cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 600
     while time.time() < deadline and proc.poll() is None and not moment(run_dir):

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from limen_jax.compare import load_run, summarise
+from limen_jax.search.registry import check_options
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "strategies.py"
 
@@ -82,6 +84,22 @@ def test_strategies_benchmark_refuses_a_malformed_option_before_running(tmp_path
     with pytest.raises(SystemExit):
         load_script().main(["--out", str(tmp_path), "--option", "mcts_leaves=3"])
     assert "--option takes STRATEGY.KEY=VALUE, got 'mcts_leaves=3'" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_option_help_names_real_options_and_a_bad_option_stops_it_before_running(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        load_script().main(["--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    examples = re.findall(r"e\.g\. (\w+)\.(\w+)=(\S+)", shown)
+    assert ("mcts", "leaves", "3") in examples
+    for name, key, value in examples:  # each example is an option its strategy takes
+        assert getattr(check_options(name, {key: json.loads(value)}), key) == json.loads(value)
+    for bad, why in (("mcts.leaves=0", "leaves must be at least 1"), ("mcts.leaf=3", "unknown options ['leaf']")):
+        with pytest.raises(SystemExit):
+            load_script().main(["--out", str(tmp_path), "--strategies", "mcts,greedy", "--option", bad])
+        err = " ".join(capsys.readouterr().err.split())
+        assert "--option mcts: search.options" in err and why in err, err
     assert not any(tmp_path.iterdir())
 
 

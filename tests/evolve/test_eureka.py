@@ -2,7 +2,7 @@
 each prompt with the reward reflection (each term's curve over training with max / mean
 / min, the success and episode-length curves, reading hints, a farmed term), as sent to a
 local fake Messages API; the reflection's findings on hand-built curves; an offline CLI
-run and its replay."""
+run killed with SIGKILL mid-batch and resumed; an offline CLI run and its replay."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from cli_runs import assert_same_programs, checkpoint, kill_and_resume, logged
 from programs import two_terms
 from test_evolve import toy_config
 
@@ -143,3 +144,25 @@ def test_cli_run_and_its_replay_are_the_same_run(tmp_path):
         batch = [r for r in first.records if r.iteration == it - 1]
         best = max(batch, key=lambda r: r.success)
         assert all(r.parent_ids == [best.id] for r in first.records if r.iteration == it)
+
+
+# cheap: 2 batches (from scratch, then reflect) of k = 3 programs, 1,024 steps x 1 seed, no cascade
+CHEAP = toy_config(search={"strategy": "eureka", "iterations": 1, "candidates": 2, "seeds": 1, "options": {"k": 3}},
+                   cascade={"short_steps": 0, "full_steps": 1024})
+
+
+def test_cli_run_killed_with_9_while_a_reflect_batch_trains_resumes_to_the_same_run(tmp_path):
+    whole = lj.evolve("toy_task:ToyCorridor", CHEAP, run_dir=tmp_path / "whole", verbose=False)
+    first = [r for r in whole.records if r.iteration == 0]
+    best = max(first, key=lambda r: r.success)  # the first of equals, as the strategy takes it
+    assert len(whole.records) == 6 and all(r.parent_ids == [best.id] for r in whole.records[3:])
+    run_dir = tmp_path / "cli"
+    config = {**CHEAP, "search": {k: v for k, v in CHEAP["search"].items() if k not in ("strategy", "options")}}
+    # killed once batch 1's answers were checked, while they train: the checkpoint is batch 0's
+    killed = kill_and_resume(run_dir, config, logged("program", "it0001"),
+                             ["--strategy", "eureka", "--set", "search.options.k=3"])
+    assert killed["iteration"] == 0 and killed["strategy"] == {"parent": best.id}
+    assert sorted(p["id"] for p in killed["archive"]["programs"]) == [r.id for r in first]
+    assert checkpoint(run_dir)["strategy"] == checkpoint(whole.run_dir)["strategy"]
+    assert_same_programs(run_dir, whole.records,
+                         lambda r: (r.code, r.parent_ids, r.success_per_seed, r.metadata["operator"]))

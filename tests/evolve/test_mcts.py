@@ -80,6 +80,39 @@ def test_exploration_weight_decays_linearly_to_zero():
 def test_an_expansion_has_the_papers_operator_counts():
     assert collections.Counter(T.expansion_plan()) == {"m1_restructure": 2, "m2_retune": 2, "c3_crossover": 2,
                                                         "r4_reason": 1, "d5_diverge": 1}
+    assert T.expansion_plan() == T.expansion_plan(8) == ["m1_restructure"] * 2 + ["m2_retune"] * 2 + \
+        ["c3_crossover"] * 2 + ["r4_reason", "d5_diverge"]
+
+
+def test_another_leaf_count_scales_the_papers_shares_by_largest_remainders():
+    # shares K x (2, 2, 2, 1, 1) / 8; the floors, then one more to the largest remainders (ties: earlier)
+    assert T.operator_counts(3) == (1, 1, 1, 0, 0)  # 0.75 x 3, 0.375 x 2
+    assert T.operator_counts(4) == (1, 1, 1, 1, 0)  # 1, 1, 1, 0.5, 0.5: the tie to r4
+    assert T.operator_counts(5) == (1, 1, 1, 1, 1)  # 1.25 x 3, 0.625 x 2
+    assert T.operator_counts(6) == (2, 1, 1, 1, 1)  # 1.5 x 3, 0.75 x 2
+    assert T.operator_counts(16) == (4, 4, 4, 2, 2)
+    assert T.operator_counts(1) == (1, 0, 0, 0, 0)
+    assert T.expansion_plan(3) == ["m1_restructure", "m2_retune", "c3_crossover"]
+    assert all(sum(T.operator_counts(k)) == len(T.expansion_plan(k)) == k for k in range(1, 40))
+    with pytest.raises(ValueError, match="at least 1 leaf"):
+        T.operator_counts(0)
+
+
+def test_leaves_is_an_option_checked_like_the_others():
+    from limen_jax.search.registry import check_options
+
+    assert TreeSearch.Options().leaves == 8
+    assert check_options("mcts", {"leaves": 3}) == TreeSearch.Options(leaves=3)
+    with pytest.raises(ValueError, match="leaves must be at least 1"):
+        check_options("mcts", {"leaves": 0})
+    with pytest.raises(ValueError, match="Options.leaves: expected an integer, got 2.5"):
+        check_options("mcts", {"leaves": 2.5})
+    strategy = TreeSearch(TreeSearch.Options(leaves=3))
+    strategy.tree = hand_tree()
+    requests = strategy.propose(hand_view(), np.random.default_rng(1))
+    assert [r.operator for r in requests] == ["m1_restructure", "m2_retune", "c3_crossover"]
+    assert [r.id for r in requests] == ["it0003-c00", "it0003-c01", "it0003-c02"]
+    assert all(r.parent_ids == ("p2",) for r in requests)
 
 
 def test_ten_thousand_elite_draws_follow_one_over_rank():
@@ -282,6 +315,24 @@ def test_a_first_level_run_verifies_its_nodes_and_stops_at_its_budget(tmp_path):
     assert [(n["program"], n["F"], n["Q"], n["N"]) for n in state["tree"]] == \
         [(r.id, r.success, r.success, 1) for r in run.records]
     assert all(n["verified"] and n["v_self"] == 0.0 and n["thought"].startswith("Observe ") for n in state["tree"])
+
+
+def test_a_run_with_leaves_k_trains_k_children_per_expansion(tmp_path):
+    # first_level = leaves: every batch of programs has one shape, compiled once
+    config = toy_config(search={"strategy": "mcts", "iterations": 9, "candidates": 8, "seeds": 1,
+                                "options": {"budget": 6, "first_level": 3, "leaves": 3}},
+                        cascade={"short_steps": 0, "full_steps": 1024})
+    run = lj.evolve("toy_task:ToyCorridor", config, run_dir=tmp_path / "run", verbose=False)
+    # batches: first level (3), verify, an expansion of 3 leaves, verify; t = 6 = budget
+    assert run.stopped == "finished early: budget of 6 programs expanded"
+    assert collections.Counter(r.iteration for r in run.records) == {0: 3, 2: 3}  # search.candidates (8): no part
+    kids = [r for r in run.records if r.iteration == 2]
+    assert [r.metadata["operator"] for r in kids] == ["m1_restructure", "m2_retune", "c3_crossover"]
+    assert len({tuple(r.parent_ids) for r in kids}) == 1  # the children of one leaf
+    state = tree_of(run.run_dir)
+    assert state["t"] == 6 and len(state["tree"]) == 6
+    events = [json.loads(x) for x in (run.run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["t"] for e in events if e["event"] == "mcts" and e["phase"] == "expand"] == [3, 6]
 
 
 @pytest.mark.slow

@@ -128,6 +128,42 @@ def test_members_that_reuse_ids_and_unknown_members_are_errors():
     assert {"map_elites", "forge"} <= set(Portfolio().members)
 
 
+def test_members_take_their_own_options_checked_against_their_options_classes():
+    from limen_jax.evolve import _parser, config_from_args
+    from limen_jax.search.forge import Forge
+    from limen_jax.search.mcts import TreeSearch
+    from limen_jax.search.registry import check_options, make_strategy
+
+    p = Portfolio(Portfolio.Options(members="map_elites,mcts,forge",
+                                    member_options={"mcts": {"first_level": 3, "leaves": 2}, "forge": {"pool": 4}}))
+    assert p.members["mcts"].options == TreeSearch.Options(first_level=3, leaves=2)
+    assert p.members["forge"].options == Forge.Options(pool=4)
+    assert p.members["map_elites"].options == type(p.members["map_elites"]).Options()  # not named: defaults
+    assert Portfolio(Portfolio.Options(members="map_elites,mcts")).members["mcts"].options == TreeSearch.Options()
+    # the member asks as its options say: mcts's first level is 3 programs whatever its slots
+    asked = p.propose(view_of(iteration=0, candidates=3), np.random.default_rng(0))
+    assert [p.owner[r.id] for r in asked] == ["map_elites", "mcts", "mcts", "mcts", "forge"]
+    for bad, why in (({"mcts": {"leaf": 3}}, r"member_options\['mcts'\]: .*unknown options \['leaf'\]"),
+                     ({"mcts": {"first_level": "3"}}, r"member_options\['mcts'\]: .*first_level: expected an integer"),
+                     ({"mcts": {"leaves": 0}}, r"member_options\['mcts'\]: .*leaves must be at least 1"),
+                     ({"eureka": {"k": 2}}, r"names \['eureka'\], which are not members"),
+                     ({"mcts": 3}, "must map member names to their options")):
+        with pytest.raises(ValueError, match=why):
+            check_options("portfolio", {"members": "map_elites,mcts", "member_options": bad})
+    # from the command line, by dotted key or as JSON, into the run's config and its members
+    for sets in (["search.options.member_options.mcts.first_level=3"],
+                 ['search.options.member_options={"mcts": {"first_level": 3}}']):
+        flags = [x for item in sets for x in ("--set", item)]
+        args = _parser().parse_args(["--task", "xland_easy", "--strategy", "portfolio", "--set",
+                                     "search.options.members=map_elites,mcts", *flags])
+        search = config_from_args(args).search
+        assert search.options["member_options"] == {"mcts": {"first_level": 3}}
+        assert make_strategy("portfolio", search.options).members["mcts"].options.first_level == 3
+    with pytest.raises(ValueError, match="member_options"):
+        config_from_args(_parser().parse_args(["--task", "xland_easy", "--strategy", "portfolio", "--set",
+                                               "search.options.member_options.mcts.budget=0"]))
+
+
 def test_it_is_done_when_every_member_is():
     p = Portfolio(Portfolio.Options(members="greedy,forge"))
     view = view_of(iteration=5)

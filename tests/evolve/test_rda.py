@@ -1,7 +1,9 @@
 """The rda strategy end to end on the toy corridor (2 RDA iterations x 2 candidates):
 through lj.evolve with the offline mutator; from the CLI, stopped after a batch and
 resumed into the same run; replayed from its cache; and with an LLM behind a local fake
-Messages API, where each role's prompt is checked as sent."""
+Messages API, where each role's prompt is checked as sent. In the default suite, a cheap
+run (1 iteration) from the CLI killed with SIGKILL while the critic's episodes roll out,
+resumed into the run never killed."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_runs import assert_same_programs, checkpoint, kill_and_resume, logged
 from PIL import Image
 from test_evolve import toy_config
 
@@ -25,7 +28,6 @@ ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE.parent / "llm"))
 from fake_anthropic import FakeAnthropic, Reply  # noqa: E402
 
-pytestmark = pytest.mark.slow
 # 1 decomposition + 2 iterations x (programs, episodes, critic) + 1 reflection = 8 batches
 CONFIG = toy_config(search={"iterations": 8, "candidates": 2, "strategy": "rda", "options": {"iterations": 2}})
 STAGES = ["decompose", "programs", "episodes", "critic", "reflect", "programs", "episodes", "critic"]
@@ -44,6 +46,7 @@ def offline_run(tmp_path_factory):
     return lj.evolve("toy_corridor", CONFIG, run_dir=tmp_path_factory.mktemp("rda") / "run", verbose=False)
 
 
+@pytest.mark.slow
 def test_offline_rda_decomposes_trains_named_terms_critiques_rollouts_and_keeps_the_best(offline_run):
     run = offline_run
     state = json.loads((run.run_dir / "state.json").read_text())["strategy"]
@@ -79,6 +82,7 @@ def test_offline_rda_decomposes_trains_named_terms_critiques_rollouts_and_keeps_
         assert "must return a dict with exactly these 2 terms" in user
 
 
+@pytest.mark.slow
 def test_cli_run_stopped_after_a_batch_resumes_into_the_same_run_and_replays(offline_run, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, [ROOT, HERE]))}
     cfg = {k: v for k, v in CONFIG.items()}
@@ -134,6 +138,7 @@ def model(body: dict) -> Reply:
     return Reply(f"Reward progress and the goal.\n\n```python\n{PROGRAM}```\n")
 
 
+@pytest.mark.slow
 def test_each_role_sees_what_the_paper_gives_it_as_sent_to_the_messages_api(tmp_path, monkeypatch):
     config = {**CONFIG, "llm": {"mutator": "anthropic", "max_cost_usd": 5.0}}
     with FakeAnthropic(responder=model) as fake:
@@ -189,6 +194,7 @@ class Recording:
         return self.inner.propose(request)
 
 
+@pytest.mark.slow
 def test_on_xland_the_critic_gets_the_rendered_frames_its_prompt_lists(tmp_path):
     from limen_jax.llm.offline import OfflineMutator
     from limen_jax.task import make
@@ -218,3 +224,28 @@ def test_on_xland_the_critic_gets_the_rendered_frames_its_prompt_lists(tmp_path)
                  if '"event": "evaluation"' in line and '"kind": "episodes"' in line]
     assert len(logged) < 4_000 < len(json.dumps(log))
     assert json.loads(logged)["frames"] == 20 and "steps" not in json.loads(logged)["episodes"][0]
+
+
+# cheap: decompose, programs (2 candidates), episodes, critic; 1,024 steps x 1 seed, no cascade
+CHEAP = toy_config(search={"iterations": 3, "candidates": 2, "seeds": 1, "strategy": "rda",
+                           "options": {"iterations": 1}}, cascade={"short_steps": 0, "full_steps": 1024})
+
+
+def test_cli_run_killed_with_9_while_the_critics_episodes_roll_out_resumes_to_the_same_run(tmp_path):
+    whole = lj.evolve("toy_corridor", CHEAP, run_dir=tmp_path / "whole", verbose=False)
+    state = checkpoint(whole.run_dir)["strategy"]
+    assert whole.complete and state["stage"] == "done" and state["best"]["id"].startswith("it0001-c0")
+    assert [r.id for r in whole.records] == ["it0001-c00", "it0001-c01"]
+    assert all(len(r.evaluations["episodes"]["episodes"]) == 3 for r in whole.records)
+    run_dir = tmp_path / "cli"
+    config = {**CHEAP, "search": {k: v for k, v in CHEAP["search"].items() if k not in ("strategy", "options")}}
+    # killed in the episodes batch, after its job started: the checkpoint is the trained
+    # candidates', their policies kept on disk; the resumed run rolls them out again
+    killed = kill_and_resume(run_dir, config, logged("evaluate", "it0002-e"),
+                             ["--strategy", "rda", "--set", "search.options.iterations=1"])
+    assert killed["iteration"] == 1 and killed["strategy"]["stage"] == "episodes"
+    assert killed["strategy"]["candidates"] == ["it0001-c00", "it0001-c01"]
+    assert all("episodes" not in p["evaluations"] for p in killed["archive"]["programs"])
+    assert checkpoint(run_dir)["strategy"] == checkpoint(whole.run_dir)["strategy"]
+    assert_same_programs(run_dir, whole.records,
+                         lambda r: (r.code, r.parent_ids, r.success_per_seed, r.evaluations))

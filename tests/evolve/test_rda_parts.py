@@ -119,6 +119,36 @@ def test_the_critic_prompt_holds_exactly_its_three_episodes_and_the_renderer_lin
             "(the frame at step t shows the state before step t; at the episode's length, its final state).") in shown
 
 
+def test_a_rewards_terms_are_matched_against_the_subtasks_by_name():
+    subtasks = [{"name": "approach", "description": "get close"}, {"name": "goal", "description": "finish"}]
+    assert text.term_mismatch(subtasks, ["approach", "goal"]) == ([], [])
+    assert text.term_mismatch(subtasks, ["bonus", "goal", "time"]) == (["approach"], ["bonus", "time"])
+    assert text.mismatch_text(subtasks, ["goal", "approach"]) == ""  # order does not matter
+    assert text.mismatch_text(subtasks, ["bonus", "goal", "time"]) == (
+        "no term for subtask `approach`; the terms `bonus`, `time` are named after no subtask")
+    assert text.mismatch_text(subtasks, ["approach"]) == "no term for subtask `goal`"
+    assert text.mismatch_text(subtasks, ["reward"]) == (
+        "it returns a single value (logged as `reward`), with no term for subtasks `approach`, `goal`")
+    assert text.critic_terms_note(subtasks, ["approach", "goal"]) == ""
+    assert text.rewrite_terms_section("it0001-c00", subtasks, ["goal", "approach"]) == ""
+
+
+def test_the_critic_is_told_which_terms_are_missing_or_unexpected_and_a_match_changes_nothing():
+    record = ProgramRecord("it0001-c00", "def compute_reward(state, action, next_state):\n    return 1.0\n")
+    subtasks = [{"name": "approach", "description": "get close"}, {"name": "goal", "description": "finish"}]
+    matched = text.critic_prompt(ToyCorridor(), subtasks, record, log_of(SUMS), 150)
+    assert "Terms:" not in matched and "logs only.\n\n---BEGIN REWARD CODE---" in matched
+    odd = [{"bonus" if k == "approach" else k: v for k, v in sums.items()} for sums in SUMS]  # approach renamed
+    told = text.critic_prompt(ToyCorridor(), subtasks, record, log_of(odd), 150)
+    assert ("logs only.\n\nTerms: this reward's terms are not the subtasks: no term for subtask `approach`; the "
+            "term `bonus` is named after no subtask. The logs show the terms it has; judge a subtask without a term "
+            "of its own from the outcomes and the other terms (and the frames, where attached), and still score "
+            "every subtask.\n\n---BEGIN REWARD CODE---") in told
+    # the line is all that is added: the rest is the matched prompt with the term renamed
+    assert told.replace(told[told.index("Terms:"):told.index("---BEGIN")], "") == \
+        matched.replace("approach", "bonus").replace("1. bonus: get close", "1. approach: get close")
+
+
 def test_the_logged_summary_keeps_outcomes_and_sums_and_drops_steps_and_frames():
     frames = [{"episode": 0, "step": t, "png": "A" * 3000} for t in range(20)]
     log = log_of([{"approach": [0.1] * 500, "goal": [0.0] * 499 + [1.0]}] * 3, frames=frames)
@@ -278,3 +308,45 @@ def test_an_episodes_job_carries_the_kept_policy_not_its_path_and_says_why_one_i
     record = ProgramRecord("it0001-c00", "x")
     Episodes().score(record, ValueError(f"bad shape in {tmp_path}/policies/x/arrays"), job)
     assert record.evaluations["episodes"] == {"error": "ValueError: bad shape in <jax>"}
+
+
+def test_a_candidate_whose_terms_are_not_the_subtasks_is_kept_logged_and_named_to_its_rewrite():
+    from limen_jax.archive import Archive, ArchiveConfig
+    from limen_jax.search import SearchView
+    from limen_jax.search.requests import Outcome
+
+    archive = Archive(ArchiveConfig(num_islands=1))
+    strategy = Decompose(Decompose.Options(iterations=2))
+    view = lambda it: SearchView(archive, ToyCorridor(), "full", it, 2)  # noqa: E731
+    rng = np.random.default_rng(0)
+    (ask,) = strategy.propose(view(0), rng)
+    strategy.tell(view(0), [Outcome(ask, text="1. near: be near\n2. goal: be there")])
+    first = strategy.propose(view(1), rng)
+    terms = [{"near": 0.5, "goal": 1.0}, {"goal": 1.0, "bonus": 2.0}]  # the second has no `near`, an extra `bonus`
+    records = [ProgramRecord(r.id, f"# {k}", success=0.5, success_per_seed=[0.5], stage="full", eval_terms=t)
+               for k, (r, t) in enumerate(zip(first, terms, strict=True))]
+    for record in records:
+        archive.store.add(record)
+    (event,) = strategy.tell(view(1), [Outcome(r, rec) for r, rec in zip(first, records, strict=True)])
+    odd = records[1].id
+    assert event["trained"] == [r.id for r in records]  # not rejected for it
+    assert event["terms_mismatch"] == {odd: {"missing": ["near"], "unexpected": ["bonus"]}}
+    (rollout,) = strategy.propose(view(2), rng)
+    assert rollout.program_ids == tuple(r.id for r in records)
+    for record, t in zip(records, terms, strict=True):
+        record.evaluations["episodes"] = log_of([{k: [v] for k, v in t.items()}] * 3)
+    strategy.tell(view(2), [Outcome(rollout, records=tuple(records))])
+    critics = strategy.propose(view(3), rng)
+    assert ["Terms:" in c.user for c in critics] == [False, True]
+    assert "no term for subtask `near`; the term `bonus` is named after no subtask." in critics[1].user
+    answer = "\n".join(f"episode {e}, {n}: 0.5 | ok" for e in (1, 2, 3) for n in ("near", "goal"))
+    strategy.tell(view(3), [Outcome(c, text=answer) for c in critics])
+    (reflect,) = strategy.propose(view(4), rng)
+    strategy.tell(view(4), [Outcome(reflect, text="")])
+    second = strategy.propose(view(5), rng)
+    assert [r.parent_ids for r in second] == [(records[0].id,), (odd,)]
+    assert "## Terms and subtasks" not in second[0].user
+    assert second[1].user.endswith(
+        f"## Terms and subtasks\n\nThe reward of program {odd} does not have one term per subtask: no term for "
+        "subtask `near`; the term `bonus` is named after no subtask. Give each of the 2 subtasks a term of its own, "
+        "named as the subtask, so that its completion can be read from its term.\n")

@@ -1,6 +1,8 @@
 """The grace strategy: what each prompt shows, as sent to a (fake) Messages API, the
 population ranked by accuracy on demonstrations, and a resumed run equal to one never
-stopped."""
+stopped; from the CLI on the toy corridor with its own demonstrations (``--demos``), a run
+killed with SIGKILL after a PPO round and resumed, and a replay, each equal to the run
+never killed."""
 
 from __future__ import annotations
 
@@ -21,7 +23,11 @@ from limen_jax.search.grace import render_notes
 from limen_jax.task import make
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "evolve"))
+from cli_runs import assert_same_programs, checkpoint, kill_and_resume, logged, run_cli  # noqa: E402
 from fake_anthropic import FakeAnthropic, Reply  # noqa: E402
+from test_evolve import toy_config  # noqa: E402
+from toy_task import ToyCorridor  # noqa: E402
 
 APPROACH = '''
 import jax.numpy as jnp
@@ -184,3 +190,76 @@ def test_softmax_parents_and_the_ppo_fitness_mode():
     assert request.evaluation == "ppo" and request.operator == "mutate"
     parent = archive.store.get(request.parent_ids[0])
     assert f"Success rate: {parent.success:.3f}" in request.user and "Ranking accuracy" not in request.user
+
+
+# --- from the CLI, on the toy corridor ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def toy_demos(tmp_path_factory) -> Path:
+    """A demonstration set for the toy corridor: 8 episodes of an expert that walks to the
+    goal, 8 of random play."""
+    import jax
+    import jax.numpy as jnp
+
+    task = ToyCorridor()
+    walk = lambda sim, key: jnp.where(sim.goal > sim.pos, 2, 0)  # noqa: E731
+    expert = demos.from_episodes(demos.rollout(task, walk, jax.random.key(0), 8), "expert")
+    noise = demos.from_episodes(demos.rollout(task, demos.random_policy(task), jax.random.key(1), 8), "random")
+    return expert.extend(noise).save(tmp_path_factory.mktemp("demos") / "toy.npz")
+
+
+# 2 rounds of (1 generation of 2 children ranked on the demonstrations, 1 PPO run of the best
+# whose rollouts join the negatives): 4 batches, 1,024 steps x 1 seed, no cascade
+TOY_GRACE = toy_config(search={"iterations": 3, "candidates": 2, "seeds": 1, "options": {"generations": 1,
+                                                                                            "rounds": 2}},
+                       cascade={"short_steps": 0, "full_steps": 1024})
+
+
+def grace_args(path: Path) -> list[str]:
+    return ["--strategy", "grace", "--mode", "reward_only", "--fitness", "demos", "--demos", str(path)]
+
+
+def cli_brief(r):
+    return (r.code, r.parent_ids, r.success_per_seed, r.evaluations.get("demos"), r.metadata.get("operator"))
+
+
+def same_demos(a: Path, b: Path) -> None:
+    with np.load(a / "demos.npz") as x, np.load(b / "demos.npz") as y:
+        assert sorted(x.files) == sorted(y.files)
+        for key in x.files:
+            np.testing.assert_array_equal(x[key], y[key], err_msg=key)
+
+
+@pytest.fixture(scope="module")
+def grace_cli(tmp_path_factory, toy_demos):
+    run_dir = tmp_path_factory.mktemp("grace_cli") / "whole"
+    run_cli(run_dir, TOY_GRACE, grace_args(toy_demos))
+    return lj.resume(run_dir, verbose=False)
+
+
+def test_a_cli_run_killed_with_9_after_a_ppo_round_resumes_to_the_same_run(grace_cli, toy_demos, tmp_path):
+    whole = grace_cli
+    assert [r.id for r in whole.records] == ["it0000-c00", "it0000-c01", "it0001-c00", "it0002-c00", "it0002-c01",
+                                             "it0003-c00"]
+    run_dir = tmp_path / "cli"
+    # killed while batch 2's children are ranked: the checkpoint is the first PPO round's, whose
+    # rollouts are in the run's demos.npz as negatives; the resumed run must rank on those
+    killed = kill_and_resume(run_dir, TOY_GRACE, logged("program", "it0002"), grace_args(toy_demos))
+    assert killed["iteration"] == 1 and [t["round"] for t in killed["strategy"]["trained"]] == [0]
+    state = checkpoint(run_dir)["strategy"]
+    assert state == checkpoint(whole.run_dir)["strategy"] and len(state["trained"]) == 2
+    assert_same_programs(run_dir, whole.records, cli_brief)
+    same_demos(run_dir, whole.run_dir)
+    learner = demos.load_demos(run_dir / "demos.npz", ToyCorridor()).source == "learner"
+    assert learner.sum() > 0
+
+
+def test_a_cli_replay_of_a_grace_run_is_the_same_run(grace_cli, tmp_path):
+    run_dir = tmp_path / "replay"
+    out = run_cli(run_dir, {}, ["--replay-from", str(grace_cli.run_dir)])
+    assert "strategy grace" in out.stdout
+    assert json.loads((run_dir / "config.json").read_text())["llm"]["mutator"] == "replay"
+    assert checkpoint(run_dir)["strategy"] == checkpoint(grace_cli.run_dir)["strategy"]
+    assert_same_programs(run_dir, grace_cli.records, cli_brief)
+    same_demos(run_dir, grace_cli.run_dir)
