@@ -1,16 +1,18 @@
 """The attack corpus (tests/program/attacks/, one class per module) against the sandboxed checker.
 
 All attacks run in one parallel batch (compile_many). Each is rejected, or accepted and
-then harmless in the engine: no file written outside the worker's scratch (a canary name
-searched for recursively under HOME, the temp dir, the working directory, the XLA cache and
-a run directory; and the quiet trees, the sources, site-packages and HOME's own files,
-snapshotted recursively before and after), no connection to a socket listening on the
-host, no engine configuration changed, no crash or hang of this process, no host path or
-environment value in what the LLM would read.
+then harmless in the engine: no file written outside the worker's scratch (HOME, the temp
+dir, the XLA cache the engine uses and a populated run directory snapshotted recursively
+before and after, file contents hashed where the attacks aim (side_effects.py); a canary
+name searched for under those and the working directory; the sources and site-packages
+unchanged), no connection to a socket listening on the host, no engine configuration
+changed, no crash or hang of this process, no host path or environment value in what the
+LLM would read.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 import pathlib
@@ -18,15 +20,19 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import side_effects
+from side_effects import DECOY, xla_cache_dir
 
 from limen_jax.interface import Interface
 from limen_jax.program import Limits, ProgramError, compile_many
+from limen_jax.rundir import RunDir
 from limen_jax.task import Task, Transition
 
 CLASSES = ("file_writes", "global_state", "crashes", "hangs", "check_vs_train", "leaks", "escapes")
@@ -41,14 +47,10 @@ SECRET = "limen-canary-secret-5f1e"
 MARK = "limen_pwned_"
 
 
-def _xla_cache() -> pathlib.Path:
-    return pathlib.Path(os.environ.get("LIMEN_JAX_XLA_CACHE", os.path.expanduser("~/.cache/limen_jax/xla")))
-
-
 def _targets(run_dir: pathlib.Path) -> list[pathlib.Path]:
     """Places outside any worker scratch where an attack tries to write."""
     site = pathlib.Path(np.__file__).parents[1]
-    return [pathlib.Path.cwd(), site, pathlib.Path(tempfile.gettempdir()), pathlib.Path.home(), _xla_cache(),
+    return [pathlib.Path.cwd(), site, pathlib.Path(tempfile.gettempdir()), pathlib.Path.home(), xla_cache_dir(),
             run_dir]
 
 
@@ -63,8 +65,8 @@ def _canaries(roots: list[pathlib.Path]) -> list[str]:
 
 def _quiet_trees() -> dict[str, tuple[int, int]]:
     """(size, mtime) of every file in trees nothing else writes while the suite runs: the
-    package sources, site-packages, and the files at the top of HOME (.bashrc, .profile, ...).
-    Byte-code caches are left out (a sibling test process may import a module first)."""
+    package sources and site-packages. Byte-code caches are left out (a sibling test
+    process may import a module first)."""
     roots = [pathlib.Path(__file__).parents[2] / d for d in ("limen_jax", "envs", "tests")]
     roots.append(pathlib.Path(np.__file__).parents[1])
     seen = {}
@@ -75,11 +77,42 @@ def _quiet_trees() -> dict[str, tuple[int, int]]:
                 if not n.endswith(".pyc"):
                     st = os.stat(os.path.join(parent, n))
                     seen[os.path.join(parent, n)] = (st.st_size, st.st_mtime_ns)
-    for entry in os.scandir(pathlib.Path.home()):
-        if entry.is_file(follow_symlinks=False):
-            st = entry.stat()
-            seen[entry.path] = (st.st_size, st.st_mtime_ns)
     return seen
+
+
+def _plant_xla_entry(cache: pathlib.Path) -> pathlib.Path:
+    """An entry in the XLA cache, named as JAX names them under a key no compile will ever
+    look up, at rest (an hour old): what an attack that overwrites the cache finds. One per
+    test session (pid), removed after the module's tests."""
+    key = hashlib.sha256(f"{os.getpid()} {time.time_ns()}".encode()).hexdigest()
+    entry = cache / f"jit_{DECOY}-{key}-cache"
+    entry.write_bytes(bytes(range(256)) * 64)
+    hour_ago = time.time() - 3600
+    os.utime(entry, (hour_ago, hour_ago))
+    return entry
+
+
+def _populate_run(run_dir: pathlib.Path) -> None:
+    """A run directory as a run leaves it (limen_jax.rundir): config, an event log, a
+    checkpoint and its previous copy, the LLM cache, programs, the best program."""
+    rd = RunDir(run_dir)
+    rd.write_json("config.json", {"task": "xland_easy", "seed": 0})
+    rd.log("run_start", task="xland_easy")
+    rd.log("program", id="c0", iteration=0)
+    rd.log("score", id="c0", score=0.25)
+    rd.write_json("state.json", {"iteration": 0, "best": None})
+    rd.write_json("state.json", {"iteration": 1, "best": "c0"})
+    rd.cache_path.write_text('{"key": "k0", "response": "..."}\n')
+    (run_dir / "programs" / "c0.py").write_text(PROBE)
+    (run_dir / "best_interface.py").write_text("# score 0.25\n" + PROBE)
+
+
+def _filled(source: str, target: pathlib.Path, fill: dict[str, str]) -> str:
+    """An attack's source with its placeholders (attacks/__init__.py) replaced."""
+    source = source.replace("@@TARGET@@", str(target))
+    for key, value in fill.items():
+        source = source.replace(key, value)
+    return source
 
 
 def _engine_state() -> dict[str, Any]:
@@ -97,42 +130,54 @@ def _engine_state() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def attacked(easy_task: Task, easy_sample: Transition, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    run_dir = tmp_path_factory.mktemp("run")
-    targets = _targets(run_dir)
-    _xla_cache().mkdir(parents=True, exist_ok=True)
-    for t in targets:
-        assert not list(t.glob(MARK + "*")), f"stale canary files in {t}"
-    listener = socket.create_server(("127.0.0.1", 0))  # an attack that reaches the host's network connects here
-    listener.setblocking(False)
-    port = listener.getsockname()[1]
-    names = sorted(ATTACKS)
-    sources = [
-        ATTACKS[n].replace("@@TARGET@@", str(targets[i % len(targets)] / f"{MARK}{n}")).replace("@@PORT@@", str(port))
-        for i, n in enumerate(names)
-    ]
-    before, quiet = _engine_state(), _quiet_trees()
-    os.environ["LIMEN_TEST_API_KEY"] = SECRET
-    start = time.perf_counter()
+def attacked(
+    easy_task: Task, easy_sample: Transition, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    run_dir = tmp_path_factory.mktemp("attack") / "runs" / f"{DECOY}_run"  # where ./runs/*/ globs find it
+    _populate_run(run_dir)
+    xla = xla_cache_dir()
+    xla.mkdir(parents=True, exist_ok=True)
+    entry = _plant_xla_entry(xla)
     try:
-        results = compile_many(sources, easy_task, "full", names, sample=easy_sample, limits=LIMITS, workers=2)
+        targets = _targets(run_dir)
+        for t in targets:
+            assert not list(t.glob(MARK + "*")), f"stale canary files in {t}"
+        listener = socket.create_server(("127.0.0.1", 0))  # an attack that reaches the host's network connects here
+        listener.setblocking(False)
+        port = listener.getsockname()[1]
+        names = sorted(ATTACKS)
+        fill = {"@@PORT@@": str(port), "@@XLA_ENTRY@@": str(entry), "@@RUN_DIR@@": str(run_dir)}
+        sources = [_filled(ATTACKS[n], targets[i % len(targets)] / f"{MARK}{n}", fill) for i, n in enumerate(names)]
+        watched = side_effects.watched_trees(
+            pathlib.Path.home(), pathlib.Path(tempfile.gettempdir()), xla, run_dir,
+            side_effects.pytest_tmp_root(tmp_path_factory.getbasetemp()), entry,
+        )  # fmt: skip
+        before, quiet, files = _engine_state(), _quiet_trees(), side_effects.take(watched, MARK)
+        os.environ["LIMEN_TEST_API_KEY"] = SECRET
+        start = time.perf_counter()
+        try:
+            results = compile_many(sources, easy_task, "full", names, sample=easy_sample, limits=LIMITS, workers=2)
+        finally:
+            del os.environ["LIMEN_TEST_API_KEY"]
+        seconds = time.perf_counter() - start
+        try:
+            peer = listener.accept()[1]
+        except BlockingIOError:
+            peer = None
+        listener.close()
+        yield {
+            "results": dict(zip(names, results)),
+            "seconds": seconds,
+            "before": before,
+            "after": _engine_state(),
+            "targets": targets,
+            "quiet": (quiet, _quiet_trees()),
+            "files": (files, side_effects.take(watched, MARK)),
+            "planted": [entry, run_dir / "events.jsonl", run_dir / "state.json", run_dir / "programs" / "c0.py"],
+            "peer": peer,
+        }
     finally:
-        del os.environ["LIMEN_TEST_API_KEY"]
-    seconds = time.perf_counter() - start
-    try:
-        peer = listener.accept()[1]
-    except BlockingIOError:
-        peer = None
-    listener.close()
-    return {
-        "results": dict(zip(names, results)),
-        "seconds": seconds,
-        "before": before,
-        "after": _engine_state(),
-        "targets": targets,
-        "quiet": (quiet, _quiet_trees()),
-        "peer": peer,
-    }
+        entry.unlink(missing_ok=True)
 
 
 def test_the_corpus_covers_every_class_with_at_least_40_attacks() -> None:
@@ -141,11 +186,81 @@ def test_the_corpus_covers_every_class_with_at_least_40_attacks() -> None:
 
 
 def test_no_file_was_written_outside_the_scratch(attacked: dict[str, Any]) -> None:
-    roots = [pathlib.Path.home(), pathlib.Path(tempfile.gettempdir()), pathlib.Path.cwd(), *attacked["targets"]]
-    assert _canaries(roots) == []
-    before, after = attacked["quiet"]
-    changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+    before, after = attacked["files"]
+    watched = [pathlib.Path(t.root) for t in after.trees]
+    elsewhere = [t for t in attacked["targets"] if not any(t == w or w in t.parents for w in watched)]
+    assert after.marked + _canaries(elsewhere) == []
+    old, new = attacked["quiet"]
+    changed = sorted(p for p in old.keys() | new.keys() if old.get(p) != new.get(p))
     assert changed == [], f"files outside the scratch changed: {changed[:10]}"
+
+
+def test_home_tmpdir_the_xla_cache_and_the_run_dir_are_as_they_were(attacked: dict[str, Any]) -> None:
+    """Recursively, byte for byte where the attacks aim (the XLA cache entry, the run's log,
+    checkpoint and programs they overwrite or append to), less what other processes
+    legitimately write (side_effects.watched_trees)."""
+    before, after = attacked["files"]
+    recorded = set().union(*before.entries)
+    assert all(str(p) in recorded for p in attacked["planted"])  # the snapshot sees what the attacks aim at
+    assert any(len(facts[0]) == 7 for facts in before.entries[2].values())  # XLA cache contents hashed
+    found = side_effects.changes(before, after)
+    assert found == [], "outside the workers' scratch:\n" + "\n".join(found[:20])
+
+
+def test_the_snapshot_sees_what_an_escaped_program_would_change(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check above can fail: a changed XLA cache entry (same size, mtime put back), a
+    line appended to events.jsonl and a new file deep under HOME, written here by the test
+    itself, are each reported; what other processes do meanwhile (a new cache entry, a file
+    in a directory in use, byte code, matplotlib's cache, a new top-level temp dir) is not."""
+    for var in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "MPLCONFIGDIR"):
+        monkeypatch.delenv(var, raising=False)
+    home, tmp, xla = tmp_path / "home", tmp_path / "tmp", tmp_path / "home" / ".cache" / "limen_jax" / "xla"
+    run_dir = tmp / "pytest-of-someone" / "pytest-1" / "runs" / "r"
+    deep = home / ".local" / "share" / "app" / "data"
+    for d in (deep, xla, home / ".local" / "state", tmp / "pytest-of-someone"):
+        d.mkdir(parents=True)
+    (home / ".bashrc").write_text("export A=1\n")
+    (deep / "notes.txt").write_text("notes\n")
+    for n in range(3):
+        (xla / f"jit_f-{hashlib.sha256(bytes([n])).hexdigest()}-cache").write_bytes(bytes([n]) * 1000)
+    _populate_run(run_dir)
+    entry = _plant_xla_entry(xla)
+    hour_ago = time.time() - 3600
+    for parent, dirs, files in os.walk(tmp_path):
+        for n in dirs + files:
+            os.utime(os.path.join(parent, n), (hour_ago, hour_ago))
+    busy = home / ".local" / "state" / "busy_app"  # a directory another program is using right now
+    busy.mkdir()
+    watched = side_effects.watched_trees(home, tmp, xla, run_dir, tmp / "pytest-of-someone", entry)
+    before = side_effects.take(watched, MARK)
+
+    # Other processes at work: no change of theirs may be reported.
+    (xla / f"jit_g-{'ab' * 32}-cache").write_bytes(b"compiled")
+    (busy / "state.db").write_text("x")
+    (home / ".local" / "__pycache__").mkdir()
+    (home / ".local" / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"pyc")
+    (home / ".cache" / "matplotlib").mkdir()
+    (home / ".cache" / "matplotlib" / "fontlist.json").write_text("{}")
+    (tmp / "tmpabc123").mkdir()
+    (tmp / "pytest-of-someone" / "pytest-2").mkdir()
+    assert side_effects.changes(before, side_effects.take(watched, MARK)) == []
+
+    # What an escaped program would do.
+    cached = sorted(xla.glob("jit_f-*"))[1]
+    st = cached.stat()
+    cached.write_bytes(b"\xff" * st.st_size)
+    os.utime(cached, ns=(st.st_atime_ns, st.st_mtime_ns))
+    with open(run_dir / "events.jsonl", "a") as fh:
+        fh.write('{"event": "forged"}\n')
+    (deep / "more" / "deeper").mkdir(parents=True)
+    (deep / "more" / "deeper" / "new.txt").write_text("x")
+    assert side_effects.changes(before, side_effects.take(watched, MARK)) == [
+        f"added: {deep / 'more'}",
+        f"changed: {cached}",
+        f"changed: {run_dir / 'events.jsonl'}",
+    ]
 
 
 def test_nothing_reached_a_socket_listening_on_the_host(attacked: dict[str, Any]) -> None:

@@ -3,7 +3,10 @@
 Each module defines ``ATTACKS: dict[str, str]``, attack name to program source. ``@@TARGET@@``
 in a source is replaced by a path outside the worker's scratch that the attack tries to
 write; the test then asserts that nothing was written there. ``@@PORT@@`` is the port of a
-socket the test listens on; it asserts that no connection reached it. Every attack also returns
+socket the test listens on; it asserts that no connection reached it. ``@@XLA_ENTRY@@`` is an
+existing entry of the XLA cache the engine uses and ``@@RUN_DIR@@`` a populated run directory
+(events.jsonl, state.json, programs/): the test asserts that both, with HOME and the temp dir,
+are byte for byte as they were (side_effects.py). Every attack also returns
 valid values, so a program whose attack silently does nothing is accepted and must then
 train harmlessly.
 """
