@@ -434,6 +434,29 @@ def test_plots_are_drawn_after_the_next_batch_is_submitted(fake_training, tmp_pa
     assert order == ["it0000", "it0001", 2, "it0002", 4, 6], order
 
 
+def test_a_plot_interrupted_while_written_leaves_the_previous_one_whole(tmp_path, monkeypatch):
+    """The loop draws progress.png between batches, where a Ctrl-C stops it at once: one
+    landing while matplotlib writes the file (it truncates it, then writes in chunks) leaves
+    the previous figure whole and no temporary file."""
+    from PIL import Image
+
+    import limen_jax.plots as plots
+
+    path = tmp_path / "progress.png"
+    records = [{"iteration": 0, "success": 0.25}, {"iteration": 1, "success": None}]
+    plots.plot_progress(records, path)
+    before = path.read_bytes()
+
+    def interrupted(im, fp, filename, *args, **kwargs):
+        fp.write(b"\x89PNG\r\n\x1a\n")  # the signature, then the Ctrl-C
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(Image.SAVE, "PNG", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        plots.plot_progress([*records, {"iteration": 2, "success": 0.5}], path)
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["progress.png"]
+
+
 class SlowOffline:
     """The offline mutator, answering after ``delay`` seconds (a model's latency)."""
 
