@@ -16,6 +16,7 @@ import concurrent.futures as cf
 import dataclasses
 import re
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -255,24 +256,40 @@ def _default_child(request: ProgramRequest, task: Any) -> Child:
 def _check(request: ProgramRequest, record: ProgramRecord, text: str, metadata: dict[str, Any], task: Any,
            mode: str, limits: Any, truncated: bool) -> Child:
     """The guarded checker path: a ProgramError rejects the program (fed back to the LLM);
-    any other exception is the checker's fault and costs this candidate only."""
+    any other exception is the checker's fault: checked once more (a passing fault of the
+    machinery, such as a race between threads, must not cost the candidate; the first is
+    noted in the record's metadata), and if it fails again it costs this candidate only
+    (recorded with its traceback, never shown to the LLM)."""
     from limen_jax.llm.prompts import render
     from limen_jax.program import ProgramError, compile_interface
 
     kwargs = {"limits": limits} if limits is not None else {}
-    try:
-        iface = compile_interface(text, task, mode=mode, name=request.id, **kwargs)
-    except ProgramError as exc:
-        record.code = extracted_code(text, mode)
-        record.error = {**exc.to_dict(), "blame": "program"}
-        if truncated:
-            limit = metadata.get("max_tokens", "max_tokens")
-            record.error["stage"] = "truncated"
-            record.error["message"] = render("truncated", limit=str(limit), message=exc.message)
-        return Child(request, record, text=text)
-    except Exception as exc:
-        record.code = extracted_code(text, mode)
-        record.error = {"stage": "checker", "message": describe(exc), "trace": "", "blame": "engine"}
-        return Child(request, record, fault=exc, text=text)
+    first: str | None = None
+    while True:
+        try:
+            iface = compile_interface(text, task, mode=mode, name=request.id, **kwargs)
+            break
+        except ProgramError as exc:
+            record.code = extracted_code(text, mode)
+            record.error = {**exc.to_dict(), "blame": "program"}
+            if truncated:
+                limit = metadata.get("max_tokens", "max_tokens")
+                record.error["stage"] = "truncated"
+                record.error["message"] = render("truncated", limit=str(limit), message=exc.message)
+            return Child(request, record, text=text)
+        except Exception as exc:
+            if first is None:
+                first = f"{describe(exc)}\n{_trace_tail()}"
+                continue
+            record.code = extracted_code(text, mode)
+            record.error = {"stage": "checker", "message": describe(exc), "trace": _trace_tail(), "blame": "engine"}
+            return Child(request, record, fault=exc, text=text)
+    if first is not None:
+        record.metadata["checker_fault_retried"] = first
     record.code, record.obs_dim, record.reward_ast_size = iface.source, iface.obs_dim, iface.reward_ast_size
     return Child(request, record, iface, text=text)
+
+
+def _trace_tail(lines: int = 40) -> str:
+    """The last ``lines`` lines of the traceback being handled (where an engine fault came from)."""
+    return "\n".join(traceback.format_exc().rstrip().splitlines()[-lines:])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -60,9 +61,22 @@ def _finish_success(fig: Any, ax: Any, xlabel: str, title: str, path: str | Path
 def _save(fig: Any, path: str | Path | None) -> Any:
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path, dpi=110)
+        save_atomic(fig, path)
         _pyplot().close(fig)
     return fig
+
+
+def save_atomic(fig: Any, path: str | Path) -> None:
+    """``fig.savefig(path)`` (format from the name's suffix) written whole or not at all: a
+    Ctrl-C or a kill while it writes leaves the previous figure, never a torn one (matplotlib
+    truncates the file first and writes it in chunks)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        fig.savefig(tmp, dpi=110, format=path.suffix.lstrip(".") or "png")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def plot_progress(records: Sequence[dict[str, Any]], path: str | Path | None = None, title: str = "") -> Any:

@@ -1,6 +1,7 @@
 """Real ``python -m limen_jax.evolve`` runs on the toy corridor for the tests that stop one
-hard: start it, wait for a moment in its events.jsonl or state.json, kill it with SIGKILL,
-``--resume`` it, and compare what it finished with to a run never killed."""
+hard: start it, wait for a moment in its events.jsonl or state.json (or stall it at an
+exact moment, :func:`start_stalled`), kill it with SIGKILL, ``--resume`` it, and compare
+what it finished with to a run never killed."""
 
 from __future__ import annotations
 
@@ -89,6 +90,34 @@ def kill_9(run_dir: Path, config: dict[str, Any], moment: Moment, args: Sequence
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     return checkpoint(run_dir)
+
+
+def start_stalled(argv: Sequence[str], where: str, flags: Path, env: dict[str, str] | None = None,
+                  stderr: Any = subprocess.PIPE) -> tuple[subprocess.Popen[str], Path]:
+    """Start ``python -m limen_jax.evolve argv`` stalling at ``where`` (a moment of
+    tests/evolve/hooked.py: ``event:N``, ``compile``, ``state:K``, ``state-torn:K``) and
+    return once it stalls there, alive: the process and the file that lets it go on (its
+    mark and go files live in ``flags``). The process must reach the moment within 10 minutes."""
+    mark, go = flags / "stalled", flags / "go"
+    mark.unlink(missing_ok=True)
+    go.unlink(missing_ok=True)
+    hooks = {"LIMEN_TEST_STALL": where, "LIMEN_TEST_MARK": str(mark), "LIMEN_TEST_GO": str(go)}
+    proc = subprocess.Popen([sys.executable, "-m", "hooked", *argv], env={**(env or cli_env()), **hooks},
+                            stdout=subprocess.PIPE, stderr=stderr, text=True)
+    deadline = time.time() + 600
+    while time.time() < deadline and proc.poll() is None and not mark.exists():
+        time.sleep(0.02)
+    if proc.poll() is not None or not mark.exists():
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError(f"never stalled at {where} (exit {proc.returncode}): {(err or out or '')[-2000:]}")
+    return proc, go
+
+
+def evolve_argv(run_dir: Path, config: dict[str, Any], args: Sequence[str] = ()) -> list[str]:
+    """The arguments of ``python -m limen_jax.evolve`` for a toy run with ``config`` (written
+    beside ``run_dir``) and ``args``, into ``run_dir``."""
+    return _command(run_dir, config, args)[3:]
 
 
 def resume_cli(run_dir: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

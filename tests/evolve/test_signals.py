@@ -1,9 +1,11 @@
 """Interrupts are a normal stop: a real SIGINT or SIGTERM sent to a real `python -m
-limen_jax.evolve` while it checks or trains stops it at once with the resume command and
-exit status 130 / 143 (no traceback, no abort from XLA's threads), a second SIGINT too, and
-`--resume` then finishes the same run as one never interrupted. A SIGINT while the run
-starts says what it left: the resume command (which works), or that nothing was recorded
-(a directory half made by the command removed)."""
+limen_jax.evolve` in each phase (asking the LLM, checking, compiling, training, writing a
+checkpoint) stops it at its next safe point with the resume command and exit status 130 /
+143 (no traceback, no abort from XLA's threads), a second SIGINT too, and `--resume` then
+finishes the same run as one never interrupted. A SIGINT while the run starts says what it
+left: the resume command (which works), or that nothing was recorded (a directory half
+made by the command removed). The moments that polling cannot catch (an XLA compile, a
+checkpoint being written) are exact stall points of tests/evolve/hooked.py."""
 
 from __future__ import annotations
 
@@ -13,9 +15,12 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import pytest
+from cli_runs import evolve_argv, start_stalled
+from llm.fake_anthropic import FakeAnthropic, Reply
 from test_evolve import summary, toy_config
 
 import limen_jax as lj
@@ -65,13 +70,46 @@ def interrupt(tmp_path: Path, when, signals: list[int]) -> tuple[Path, int, str]
     return run_dir, proc.returncode, err
 
 
-def resumed_equals_whole(run_dir: Path, whole) -> None:
-    out = subprocess.run([sys.executable, "-m", "limen_jax.evolve", "--resume", str(run_dir)], env=ENV,
+def resumed_equals_whole(run_dir: Path, whole, env: dict[str, str] | None = None) -> str:
+    """``--resume`` as printed finishes the run as ``whole`` finished; returns its stderr."""
+    out = subprocess.run([sys.executable, "-m", "limen_jax.evolve", "--resume", str(run_dir)], env=env or ENV,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     again = lj.resume(run_dir, verbose=False)  # finished: loads it back
     assert summary(again) == summary(whole)
+    assert [r.parent_ids for r in again.records] == [r.parent_ids for r in whole.records]
     assert again.archive.to_dict()["grid"] == whole.archive.to_dict()["grid"]
+    return out.stderr
+
+
+def send(proc: subprocess.Popen[str], sig: int) -> str:
+    """Send ``sig`` and return the process's stderr up to the line its handler prints (so
+    the handler has run when this returns); read from the pipe itself, so that what follows
+    is left for ``communicate``."""
+    proc.send_signal(sig)
+    fd, said = proc.stderr.fileno(), b""  # type: ignore[union-attr]
+    while b"stopping at the next safe point" not in said:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        said += chunk
+    return said.decode()
+
+
+def stopped_cleanly(run_dir: Path, proc: subprocess.Popen[str], sig: int, said: str) -> str:
+    """The process stopped by ``sig`` (``said``: its stderr read so far) at a safe point:
+    its exit status, message, resume command and last events; returns its stderr."""
+    out, err = proc.communicate(timeout=120)
+    err = said + err
+    text = out + err
+    assert "Traceback" not in text and "terminate called" not in text and "FATAL" not in text, text[-3000:]
+    assert proc.returncode == 128 + sig, err[-2000:]
+    assert f"{signal.Signals(sig).name}: stopping at the next safe point" in err, err[-2000:]
+    assert f"resume with python -m limen_jax.evolve --resume {run_dir}" in err, err[-2000:]
+    log = events(run_dir)
+    assert [e["event"] for e in log][-2:] == ["interrupted", "run_end"]
+    assert log[-2]["signal"] == signal.Signals(sig).name and log[-2]["at_once"] is False
+    return err
 
 
 @pytest.mark.parametrize(("phase", "when", "sig", "code"), [
@@ -146,3 +184,107 @@ def test_a_ctrl_c_while_starting_says_what_it_left(tmp_path, where):
     resume = err.strip().splitlines()[-1].split("resume with ")[1]  # the command as printed
     out = subprocess.run([sys.executable, *resume.split()[1:]], env=ENV, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0 and events(run_dir)[-1]["complete"] is True, out.stderr[-2000:]
+
+
+# --- the phases polling cannot catch: an LLM call in flight, an XLA compile, a checkpoint write ---
+
+PROGRAMS = [f"""```python
+import jax.numpy as jnp
+
+
+def get_observation(state):
+    return jnp.array([state.pos / 10.0, state.goal / 10.0{extra}], dtype=jnp.float32)
+
+
+def compute_reward(state, action, next_state):
+    return (jnp.abs(state.goal - state.pos) - jnp.abs(next_state.goal - next_state.pos)).astype(jnp.float32)
+```""" for extra in ("", ", state.step_num / 16.0")]
+LLM_CONFIG = toy_config(search={"iterations": 0, "pipeline": "off"},
+                        llm={"mutator": "anthropic", "max_tokens": 200, "max_retries": 0})
+
+
+class Model:
+    """A fake model behind the Messages API: each answer is one of :data:`PROGRAMS`, chosen
+    by the request (so a resumed run is told what an uninterrupted one was), after ``delay``
+    seconds."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+
+    def __call__(self, body: dict) -> Reply:
+        prompt = json.dumps(body["messages"], sort_keys=True).encode()
+        return Reply(PROGRAMS[zlib.crc32(prompt) % len(PROGRAMS)], delay=self.delay)
+
+
+@pytest.fixture(scope="module")
+def whole_llm(tmp_path_factory):
+    with FakeAnthropic(responder=Model()) as fake, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ANTHROPIC_API_KEY", "test-key")
+        mp.setenv("ANTHROPIC_BASE_URL", fake.url)
+        return lj.evolve("toy_task:ToyCorridor", LLM_CONFIG, run_dir=tmp_path_factory.mktemp("llm") / "run",
+                         verbose=False)
+
+
+def test_a_ctrl_c_while_the_llm_answers_stops_the_run_resumably(tmp_path, whole_llm):
+    """A SIGINT while the first batch's calls are in flight (the fake model answers after a
+    minute) stops the run without waiting for them; the resume asks again."""
+    run_dir = tmp_path / "run"
+    model = Model(delay=60.0)
+    with FakeAnthropic(responder=model) as fake:
+        env = {**ENV, "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": fake.url}
+        proc = subprocess.Popen([sys.executable, "-m", "limen_jax.evolve", *evolve_argv(run_dir, LLM_CONFIG)],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 240
+        while time.time() < deadline and proc.poll() is None and fake.posts < 2:
+            time.sleep(0.02)
+        assert proc.poll() is None and fake.posts == 2, proc.communicate()[1][-2000:]  # both calls in flight
+        started = time.time()
+        stopped_cleanly(run_dir, proc, signal.SIGINT, send(proc, signal.SIGINT))
+        assert time.time() - started < 30  # not after the answers
+        names = [e["event"] for e in events(run_dir)]
+        assert names.count("prompt") == 2 and "response" not in names
+        assert not (run_dir / "state.json").exists()
+        model.delay = 0.0
+        resumed_equals_whole(run_dir, whole_llm, env)
+    assert fake.posts == 2 + len(whole_llm.records)  # the two lost calls asked again, and the rest
+
+
+@pytest.mark.parametrize(("where", "sig"), [("compile", signal.SIGTERM), ("state:1", signal.SIGINT)])
+def test_a_signal_while_compiling_or_writing_stops_at_the_next_safe_point(tmp_path, whole, where, sig):
+    """compile: SIGTERM while the first batch's kernel compiles (XLA busy on the evaluation
+    and compile-ahead threads): the batch is abandoned. state:1: SIGINT while the first
+    checkpoint is half written: the write finishes, then the run stops with batch 0 kept."""
+    run_dir = tmp_path / "run"
+    proc, go = start_stalled(evolve_argv(run_dir, CONFIG), where, tmp_path, env=ENV)
+    said = send(proc, sig)
+    go.touch()  # the handler has run: a stalled write goes on (the stalled compile is abandoned)
+    stopped_cleanly(run_dir, proc, sig, said)
+    state = json.loads((run_dir / "state.json").read_text()) if (run_dir / "state.json").exists() else None
+    if where == "compile":  # batch 0 was submitted, then abandoned
+        names = [e["event"] for e in events(run_dir)]
+        assert state is None and "program" in names and "iteration" not in names
+    else:  # recorded and checkpointed before it stopped
+        assert state is not None and state["iteration"] == 0
+        assert [e["event"] for e in events(run_dir)][-3:] == ["iteration", "interrupted", "run_end"]
+    resumed_equals_whole(run_dir, whole)
+    resumes = [e["from_iteration"] for e in events(run_dir) if e["event"] == "run_resume"]
+    # (the last one is lj.resume loading the finished run back); with no checkpoint it started over
+    assert resumes[:-1] == ([] if state is None else [1])
+
+
+@pytest.mark.slow
+def test_a_second_ctrl_c_while_writing_a_checkpoint_stops_at_once_still_resumably(tmp_path, whole):
+    """The second SIGINT stops at once, even halfway through a checkpoint write (the first
+    one's, so no previous copy): what the kill left is cleaned up by the resume."""
+    run_dir = tmp_path / "run"
+    proc, _ = start_stalled(evolve_argv(run_dir, CONFIG), "state-torn:1", tmp_path, env=ENV)
+    said = send(proc, signal.SIGINT)
+    proc.send_signal(signal.SIGINT)  # raised in the stalled write, on the main thread
+    out, err = proc.communicate(timeout=120)
+    err = said + err
+    assert proc.returncode == 130 and "Traceback" not in out + err, err[-2000:]
+    assert f"resume with python -m limen_jax.evolve --resume {run_dir}" in err
+    log = events(run_dir)
+    assert [e["event"] for e in log][-2:] == ["interrupted", "run_end"] and log[-2]["at_once"] is True
+    assert not (run_dir / "state.json").exists()
+    resumed_equals_whole(run_dir, whole)
