@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         run = data.load(args.run_dir)
     except data.RunDirError as exc:
         return _fail(str(exc))
+    for note in run.notes:
+        print(f"note: {note}", file=sys.stderr)
     outputs = [Path(p) for p in (args.static, args.tensorboard) if p]
     for out in outputs:
         if not out.parent.is_dir():

@@ -56,6 +56,7 @@ class Run:
     records: dict[str, dict[str, Any]]
     prompts: dict[str, dict[str, Any]]
     responses: dict[str, dict[str, Any]]
+    notes: list[str] = dataclasses.field(default_factory=list)
 
 
 def _read_json(path: Path, what: str) -> Any:
@@ -84,6 +85,26 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _read_state(root: Path, state_path: Path) -> tuple[Any, list[str]]:
+    """state.json, or the previous checkpoint (``state.json.prev``) when a kill left it
+    missing or cut mid-write, as a resume would use it; the notes say which was read."""
+    prev = state_path.with_name("state.json.prev")
+    if state_path.exists():
+        try:
+            return _read_json(state_path, "the checkpoint was cut mid-write"), []
+        except RunDirError as damaged:
+            if not prev.exists():
+                raise
+            why = f"{damaged}"
+    elif prev.exists():
+        why = f"{state_path} is missing (a kill between two checkpoint writes)"
+    else:
+        raise RunDirError(f"{root} has no checkpoint (state.json) yet: the run was killed in, or is still in, "
+                          "its first iteration")
+    state = _read_json(prev, "the previous checkpoint is damaged too")
+    return state, [f"{why}; showing the previous checkpoint {prev.name}, as --resume would use it"]
+
+
 def load(path: str | os.PathLike[str]) -> Run:
     """Read and check a run directory; :class:`RunDirError` says what is wrong in one line."""
     root = Path(path)
@@ -95,11 +116,8 @@ def load(path: str | os.PathLike[str]) -> Run:
     for p in (config_path, events_path):
         if not p.exists():
             raise RunDirError(f"{root} is not a complete run directory: {p.name} is missing")
-    if not state_path.exists():
-        raise RunDirError(f"{root} has no checkpoint (state.json) yet: the run was killed in, or is still in, "
-                          "its first iteration")
     config = _read_json(config_path, "the run's config was cut mid-write")
-    state = _read_json(state_path, "the checkpoint was cut mid-write")
+    state, notes = _read_state(root, state_path)
     if not isinstance(config, dict) or not isinstance(state, dict):
         raise RunDirError(f"{root}: config.json and state.json must each hold a JSON object")
     archive = state.get("archive")
@@ -137,7 +155,7 @@ def load(path: str | os.PathLike[str]) -> Run:
             prompts[str(e["id"])] = e
         elif e["event"] == "response" and "id" in e:
             responses[str(e["id"])] = e
-    return Run(root, config, state, events, records, prompts, responses)
+    return Run(root, config, state, events, records, prompts, responses, notes)
 
 
 def _well_typed(r: dict[str, Any]) -> bool:

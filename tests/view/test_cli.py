@@ -103,6 +103,23 @@ def test_bad_run_dirs_are_refused_in_one_line(tmp_path: Path, case: str) -> None
     assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing created
 
 
+@pytest.mark.parametrize("spoil", [_half_state, _no_state], ids=["half-written", "missing"])
+def test_a_kill_between_checkpoints_shows_the_previous_one(tmp_path: Path, spoil) -> None:
+    # what a kill mid-checkpoint leaves (tests/evolve/test_kill_anywhere.py): state.json cut or
+    # not yet renamed into place, state.json.prev whole; --resume falls back to it, so does the viewer
+    root = small_run(tmp_path / "run")
+    good = json.loads((root / "state.json").read_text())
+    (root / "state.json.prev").write_text(json.dumps(good))
+    spoil(root)
+    out = tmp_path / "page.html"
+    result = view(root, "--static", out)
+    assert result.returncode == 0, result.stderr
+    (note,) = result.stderr.strip().splitlines()
+    assert note.startswith("note: ") and note.endswith("showing the previous checkpoint state.json.prev, "
+                                                       "as --resume would use it")
+    assert f"{len(good['archive']['programs'])} programs" in result.stdout
+
+
 def test_empty_dir_missing_dir_and_a_file(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     _check_refused(view(tmp_path / "empty", "--static", tmp_path / "o.html"), "is not a limen_jax run directory")
