@@ -151,6 +151,7 @@ CHEAP = toy_config(search={"strategy": "eureka", "iterations": 1, "candidates": 
                    cascade={"short_steps": 0, "full_steps": 1024})
 
 
+@pytest.mark.slow  # ~40 s; the CLI run and its replay stay in the default suite
 def test_cli_run_killed_with_9_while_a_reflect_batch_trains_resumes_to_the_same_run(tmp_path):
     whole = lj.evolve("toy_task:ToyCorridor", CHEAP, run_dir=tmp_path / "whole", verbose=False)
     first = [r for r in whole.records if r.iteration == 0]

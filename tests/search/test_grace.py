@@ -238,6 +238,7 @@ def grace_cli(tmp_path_factory, toy_demos):
     return lj.resume(run_dir, verbose=False)
 
 
+@pytest.mark.slow  # ~35 s; the CLI replay of the same run stays in the default suite
 def test_a_cli_run_killed_with_9_after_a_ppo_round_resumes_to_the_same_run(grace_cli, toy_demos, tmp_path):
     whole = grace_cli
     assert [r.id for r in whole.records] == ["it0000-c00", "it0000-c01", "it0001-c00", "it0002-c00", "it0002-c01",
