@@ -26,6 +26,7 @@ import json
 import pathlib
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -39,7 +40,8 @@ REFERENCE_NAMES = {
 
 # Runs in the reference's environment, from its checkout (its configs name files relative
 # to it): the program trained once per seed by limen's own adapter.run_training (the
-# path its evaluator takes, limen/evaluator.py), per-seed success and wall on one JSON line.
+# path its evaluator takes, limen/evaluator.py); one JSON line per seed, flushed, so that
+# a timeout keeps the seeds already trained.
 REFERENCE_DRIVER = """
 import dataclasses, json, sys
 from limen.adapters import get_adapter
@@ -52,12 +54,11 @@ steps = int(steps) if steps != "full" else tc.total_timesteps_full
 adapter = get_adapter(config.environment.adapter_type, config)
 interface = MDPInterface.from_file(program)
 obs_dim = interface.validate(adapter.get_dummy_state(), config.interface.max_obs_dim, adapter.get_dummy_action())
-runs = []
 for i in range(seeds):
     cfg = dataclasses.replace(config, training=dataclasses.replace(tc, seed=tc.seed + i))
     m = adapter.run_training(cfg, interface, obs_dim, total_timesteps=steps)
-    runs.append({"seed": tc.seed + i, "success": float(m["success_rate"]), "train_s": float(m["training_time"])})
-print(json.dumps({"steps": steps, "runs": runs}))
+    print(json.dumps({"seed": tc.seed + i, "steps": steps, "success": float(m["success_rate"]),
+                      "train_s": float(m["training_time"])}), flush=True)
 """
 
 
@@ -72,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", type=pathlib.Path, default=None, metavar="PATH",
                    help="a Lossfunk/LIMEN checkout: also train with its trainer")  # fmt: skip
     p.add_argument("--reference-python", default=sys.executable, help="the python of the reference's environment")
+    p.add_argument("--reference-timeout", type=float, default=10_800, metavar="S",
+                   help="stop the reference's trainer after S seconds a task, keeping the seeds it finished "
+                        "(default 10800)")  # fmt: skip
     return p
 
 
@@ -92,6 +96,8 @@ def _check(args: argparse.Namespace) -> list[str]:
         raise bad(f"--seeds must be at least 1, got {args.seeds}")
     if args.steps is not None and args.steps < 1:
         raise bad(f"--steps must be at least 1, got {args.steps}")
+    if not args.reference_timeout > 0:
+        raise bad(f"--reference-timeout must be a positive number of seconds, got {args.reference_timeout:g}")
     if args.programs is not None:
         names = [f"{REFERENCE_NAMES[t]}.py" for t in tasks]
         missing = [n for n in names if not (args.programs / n).is_file()]
@@ -137,20 +143,40 @@ def run_ours(task_name: str, program: pathlib.Path, seeds: int, steps: int) -> d
 
 
 def run_reference(
-    task_name: str, program: pathlib.Path, seeds: int, steps: int | None, root: pathlib.Path, python: str
+    task_name: str,
+    program: pathlib.Path,
+    seeds: int,
+    steps: int | None,
+    root: pathlib.Path,
+    python: str,
+    timeout_s: float | None = None,
 ) -> dict[str, Any]:
     """The reference's trainer on the same program (see REFERENCE_DRIVER): success per
-    seed (42, 43, ...), the steps it was asked for, wall s."""
+    seed (42, 43, ...), the steps it was asked for, wall s. Past ``timeout_s`` it is
+    killed and the seeds it finished are kept, marked ``timed_out``; a crash, or a timeout
+    before the first seed, raises RuntimeError naming the task."""
     config = f"configs/{REFERENCE_NAMES[task_name]}.yaml"
     argv = [python, "-c", REFERENCE_DRIVER, config, str(program.resolve()), str(seeds), str(steps or "full")]
     start = time.perf_counter()
-    out = subprocess.run(argv, cwd=root, capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        tail = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["(no output)"]
-        raise RuntimeError(f"the reference's trainer failed on {task_name}: {tail[0]}")
-    record = json.loads(out.stdout.strip().splitlines()[-1])
-    return {"success": [r["success"] for r in record["runs"]], "steps": int(record["steps"]),
-            "wall_s": round(time.perf_counter() - start, 1)}  # fmt: skip
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as out, tempfile.TemporaryFile("w+", encoding="utf-8") as err:
+        proc = subprocess.Popen(argv, cwd=root, stdout=out, stderr=err, text=True)
+        try:
+            returncode: int | None = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            returncode = None
+        out.seek(0)
+        err.seek(0)
+        runs = [json.loads(line) for line in out.read().splitlines() if line.startswith("{")]
+        tail = (err.read().strip().splitlines() or ["(no output)"])[-1]
+    wall = round(time.perf_counter() - start, 1)
+    if returncode is None and not runs:
+        raise RuntimeError(f"the reference's trainer finished no seed of {task_name} in {timeout_s:g} s")
+    if returncode not in (None, 0):
+        raise RuntimeError(f"the reference's trainer failed on {task_name}: {tail}")
+    return {"success": [r["success"] for r in runs], "steps": int(runs[0]["steps"]), "wall_s": wall,
+            "timed_out": returncode is None}  # fmt: skip
 
 
 def _mean(xs: list[float]) -> float:
@@ -178,11 +204,12 @@ def main(argv: list[str] | None = None) -> int:
         record: dict[str, Any] = {"task": name, "program": program.name, "paper": PAPER[name], "ours": ours}
         if args.reference is not None:
             ref = run_reference(name, program, seeds, args.steps or (131_072 if args.quick else None),
-                                args.reference, args.reference_python)  # fmt: skip
+                                args.reference, args.reference_python, args.reference_timeout)  # fmt: skip
+            cut = f"  (timed out: {len(ref['success'])} of {seeds} seeds)" if ref["timed_out"] else ""
             ratio = _mean(ours["success"]) / max(_mean(ref["success"]), 1e-9)
             print(f"{'  reference':<13} {'':>6} {_mean(ref['success']):>6.2f}  "
                   f"{', '.join(f'{s:.2f}' for s in ref['success']):<24} {ref['steps']:>10,} {ref['wall_s']:>7.1f} s"
-                  f"  ours / reference {ratio:.2f}", flush=True)  # fmt: skip
+                  f"  ours / reference {ratio:.2f}{cut}", flush=True)  # fmt: skip
             record["reference"], record["ratio"] = ref, round(ratio, 3)
         records.append(record)
     print(json.dumps(records))

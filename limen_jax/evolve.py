@@ -25,7 +25,7 @@ from limen_jax.cli_errors import report_bugs
 from limen_jax.config import EvolveConfig, from_dict
 from limen_jax.modes import MODES
 from limen_jax.run_result import RunResult
-from limen_jax.rundir import RunDir
+from limen_jax.rundir import RunDir, holds_config
 from limen_jax.search.faults import Interrupted
 
 
@@ -107,7 +107,7 @@ def resume(
         from limen_jax.search import register_strategy
 
         register_strategy(strategy.name, strategy)
-    if not any((Path(run_dir) / name).is_file() for name in ("config.json", "config.json.prev")):
+    if not holds_config(run_dir):
         # checked before RunDir, which would create the directory
         raise FileNotFoundError(f"{run_dir} holds no config.json: not a limen_jax run directory")
     rd = RunDir(run_dir, create=False)
@@ -391,7 +391,7 @@ def _starting_stopped(run_dir: Path | None, existed: bool) -> str:
     """What an interrupt before the run's first batch left, and what to do next: the resume
     command once the run dir holds its config; else nothing was recorded, and a directory
     this command made (no config.json yet) is removed."""
-    if run_dir is not None and any((run_dir / n).is_file() for n in ("config.json", "config.json.prev")):
+    if run_dir is not None and holds_config(run_dir):
         return f"nothing was lost; resume with python -m limen_jax.evolve --resume {run_dir}"
     if run_dir is not None and not existed and run_dir.is_dir():
         shutil.rmtree(run_dir, ignore_errors=True)

@@ -21,6 +21,12 @@ from pathlib import Path
 from typing import Any
 
 
+def holds_config(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a run directory: it holds config.json, or the config.json.prev a
+    kill mid-write leaves (checked without creating anything)."""
+    return any((Path(path) / name).is_file() for name in ("config.json", "config.json.prev"))
+
+
 class RunDir:
     """create: make the directory now; False leaves that to :meth:`create`, so that a run
     refused at start (a bad config, a missing key) leaves nothing behind."""

@@ -7,7 +7,7 @@
     python -m limen_jax.rollout out/ mine
 
 All seeds train in one compiled call (limen_jax.rl). ``--json`` prints one JSON object
-as the last line: {"task", "success_mean", "success_per_seed", "steps", "wall_s", ...};
+as the last line: {"task", "success_mean", "success_per_seed", "steps", "wall_s", "rollout", ...};
 for a reward of named terms also "eval_terms" (each term's mean sum per evaluation
 episode) and "term_curves" (each term's sum per episode, one value per update, the mean
 over seeds; null where no episode ended). ``--save-policy DIR`` keeps every seed's
@@ -53,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--ppo", nargs="*", default=[], metavar="KEY=VALUE", help="PPOConfig overrides")
     p.add_argument("--rollout", default="auto", choices=["auto", "split", "fused"],
                    help="fused: compile the rollout with the program inside (faster steps, a few seconds more "
-                        "compiling); auto: fused for long runs")  # fmt: skip
+                        "compiling); auto: fused for long runs or big updates")  # fmt: skip
     p.add_argument("--perturb", nargs="*", default=[], metavar="KEY=VALUE", help="task parameter overrides")
     p.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     p.add_argument("--save-policy", type=pathlib.Path, default=None, metavar="DIR",
@@ -165,8 +165,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"train: {exc}", file=sys.stderr)
         return 2
     from limen_jax.rl import train_batch
+    from limen_jax.rl.trainer import auto_rollout
 
     updates = config.num_updates(args.steps)
+    rollout = auto_rollout(config, updates) if args.rollout == "auto" else args.rollout
     if updates * config.steps_per_update != args.steps and not args.json:
         print(f"--steps {args.steps:,} trains {updates * config.steps_per_update:,} steps: {updates} whole PPO updates "
               f"of {config.steps_per_update:,} ({config.num_envs} envs x {config.rollout_len} steps)")
@@ -174,8 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.json:
         where = f"{task.name} ({', '.join(f'{k}={v:g}' for k, v in perturb.items())})" if perturb else task.name
         print(f"training {iface.name} on {where}: obs_dim {iface.obs_dim}, {len(seeds)} seeds x "
-              f"{args.steps:,} steps ({args.preset} preset)", flush=True)  # fmt: skip
-    result = train_batch(task, [iface], seeds=seeds, total_steps=args.steps, config=config, rollout=args.rollout,
+              f"{args.steps:,} steps ({args.preset} preset, {rollout} rollout)", flush=True)  # fmt: skip
+    result = train_batch(task, [iface], seeds=seeds, total_steps=args.steps, config=config, rollout=rollout,
                          return_policies=args.save_policy is not None)  # fmt: skip
     per_seed = [float(x) for x in result.success[0]]
     for seed, success in zip(seeds, per_seed, strict=True):
@@ -199,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             "seeds": seeds,
             "wall_s": round(result.wall_s, 3),
             "compile_s": round(result.compile_s, 3),
+            "rollout": rollout,
         }
         if eval_terms:
             record["eval_terms"] = eval_terms

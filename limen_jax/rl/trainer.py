@@ -61,8 +61,8 @@ from limen_jax.xla_cache import enable_compilation_cache
 PyTree = Any
 
 __all__ = [
-    "FUSE_MIN_UPDATES", "METRICS", "BatchTrainer", "TrainState", "bucket_width", "forget_cores", "timed_evaluation",
-    "train_batch",
+    "FUSE_MIN_UPDATES", "FUSE_MIN_UPDATE_STEPS", "METRICS", "BatchTrainer", "TrainState", "auto_rollout",
+    "bucket_width", "forget_cores", "timed_evaluation", "train_batch",
 ]  # fmt: skip
 
 
@@ -84,10 +84,20 @@ def bucket_width(dim: int) -> int:
     return max(64, -(-dim // 32) * 32)
 
 
-# A single run of at least this many updates fuses its rollout (train_batch's "auto"):
-# on a 2-core CPU a fused xland rollout saved ~13 ms per update and cost ~2 s more
-# compiling than the split one (docs/training.md), even at ~150 updates.
+# A single run fuses its rollout (train_batch's "auto") from this many updates on: at the
+# cpu preset (256 envs x 16) a fused xland rollout saved ~13 ms per update and cost ~2 s
+# more compiling than the split one (docs/training.md), even at ~150 updates ...
 FUSE_MIN_UPDATES = 200
+# ... or from two updates on where an update is this many transitions a slot: at the paper
+# preset (8192 x 16) fusing saved ~6 s an update for ~6 s more compiling (docs/fidelity.md).
+FUSE_MIN_UPDATE_STEPS = 65_536
+
+
+def auto_rollout(config: PPOConfig, updates: int) -> str:
+    """The rollout "auto" picks for one run of ``updates`` updates: "fused" where its faster
+    steps repay its longer compile (see FUSE_MIN_UPDATES), else "split"."""
+    big = config.steps_per_update >= FUSE_MIN_UPDATE_STEPS and updates >= 2
+    return "fused" if updates >= FUSE_MIN_UPDATES or big else "split"
 
 # One Core per (task, config, width, sharding): its compiled functions serve every
 # batch of programs of those shapes in this process. A task is known by its class, name,
@@ -491,8 +501,8 @@ def train_batch(
 
     ``total_steps`` env steps per (candidate, seed), rounded down to whole updates of
     ``config.num_envs x config.rollout_len`` steps (at least one). ``rollout``: "split",
-    "fused" (see :class:`BatchTrainer`) or "auto": fused for runs of at least
-    :data:`FUSE_MIN_UPDATES` updates, where faster steps repay the larger compile. ``deadline``: see
+    "fused" (see :class:`BatchTrainer`) or "auto": :func:`auto_rollout`, fused where faster
+    steps repay the larger compile (long runs, or big updates). ``deadline``: see
     :meth:`BatchTrainer.run`. ``return_policies``: keep every slot's trained policy on
     the result (``BatchResult.policies``).
     """
@@ -500,7 +510,7 @@ def train_batch(
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
     updates = config.num_updates(total_steps)
     if rollout == "auto":
-        rollout = "fused" if updates >= FUSE_MIN_UPDATES else "split"
+        rollout = auto_rollout(config, updates)
     trainer = BatchTrainer(task, interfaces, config, len(seed_list), rollout=rollout)
     state = trainer.init(seed_list, updates)
     state, curves = trainer.run(state, updates, deadline)

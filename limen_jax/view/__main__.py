@@ -7,12 +7,12 @@ port in use) is one line on stderr and exit status 2, and nothing is written.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import webbrowser
 from pathlib import Path
 
 from limen_jax.cli_errors import report_bugs
+from limen_jax.rundir import write_text_atomic
 from limen_jax.view import data
 
 
@@ -37,9 +37,7 @@ def _write_static(run: data.Run, out: Path) -> None:
     from limen_jax.view import page
 
     html = page.static_html(f"limen_jax: {run.path.resolve().name}", data.bundle(run))
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    os.replace(tmp, out)
+    write_text_atomic(out, html)
 
 
 @report_bugs

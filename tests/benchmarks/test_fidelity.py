@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,11 @@ class Adapter:
         return 0
     def run_training(self, config, interface, obs_dim, total_timesteps=None):
         assert obs_dim == 7 and interface.path.endswith("easy_pickup.py")
+        if (total_timesteps, config.training.seed > 42) in ((13, True), (14, False), (14, True)):
+            import time  # a trainer that hangs: from its second seed on (13 steps) or at once (14)
+            time.sleep(600)
+        if total_timesteps == 666:
+            raise MemoryError("out of memory on seed %d" % config.training.seed)
         return {"success_rate": config.training.seed / 100, "training_time": float(total_timesteps) / 1e6}
 def get_adapter(adapter_type, config):
     assert adapter_type == "xminigrid"
@@ -94,6 +100,23 @@ def test_reference_hook_trains_each_seed_with_the_references_numbering(tmp_path)
     assert full["success"] == [0.42, 0.43] and full["steps"] == 1_000_000
     reduced = bench.run_reference("xland_easy", program, 1, 131_072, ref, sys.executable)
     assert reduced["success"] == [0.42] and reduced["steps"] == 131_072
+    assert not full["timed_out"] and not reduced["timed_out"]
+
+
+def test_a_hung_reference_is_stopped_at_its_timeout_keeping_the_seeds_it_finished(tmp_path):
+    bench = load_script()
+    ref = _stand_in(tmp_path / "LIMEN")
+    program = tmp_path / "easy_pickup.py"
+    program.write_text("")
+    start = time.monotonic()
+    cut = bench.run_reference("xland_easy", program, 3, 13, ref, sys.executable, timeout_s=4)
+    assert 4 <= time.monotonic() - start < 30
+    assert cut["success"] == [0.42] and cut["steps"] == 13 and cut["timed_out"]
+    with pytest.raises(RuntimeError, match=r"^the reference's trainer finished no seed of xland_easy in 2 s$"):
+        bench.run_reference("xland_easy", program, 1, 14, ref, sys.executable, timeout_s=2)
+    with pytest.raises(RuntimeError, match=r"^the reference's trainer failed on xland_easy: MemoryError: out of "
+                                           r"memory on seed 42$"):  # fmt: skip
+        bench.run_reference("xland_easy", program, 2, 666, ref, sys.executable)
 
 
 @pytest.mark.parametrize(
@@ -104,6 +127,7 @@ def test_reference_hook_trains_each_seed_with_the_references_numbering(tmp_path)
         (["--steps", "-5"], "fidelity: --steps must be at least 1, got -5"),
         (["--programs", "/nonexistent"], "fidelity: --programs /nonexistent: missing easy_pickup.py, "),
         (["--reference", "/nonexistent"], "fidelity: --reference needs --programs"),
+        (["--reference-timeout", "0"], "fidelity: --reference-timeout must be a positive number of seconds, got 0"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, message, capsys, tmp_path, monkeypatch):
@@ -147,3 +171,21 @@ def test_table_sets_ours_beside_the_paper_and_marks_reduced_budgets(monkeypatch,
                         "  (reduced: the paper trains 1,000,000)")  # fmt: skip
     assert lines[4] == "xland_medium    0.99   0.75  0.50, 1.00                1,966,080    12.0 s"
     assert '"paper": 0.99' in lines[5] and '"steps": 1966080' in lines[5]
+
+
+def test_table_sets_the_reference_beside_ours_and_marks_a_timeout(tmp_path, monkeypatch, capsys):
+    bench = load_script()
+    ref = _stand_in(tmp_path / "LIMEN")
+    programs = tmp_path / "programs"
+    programs.mkdir()
+    (programs / "easy_pickup.py").write_text("")
+    fake = {"success": [0.21, 0.63], "steps": 13, "wall_s": 5.0, "compile_s": 1.0}
+    monkeypatch.setattr(bench, "run_ours", lambda *a: fake)
+    argv = ["--tasks", "xland_easy", "--seeds", "2", "--steps", "13", "--programs", str(programs),
+            "--reference", str(ref), "--reference-python", sys.executable, "--reference-timeout", "4"]  # fmt: skip
+    assert bench.main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # ours 0.42 / the reference's one finished seed 0.42 (its second hangs and is cut)
+    assert lines[2].startswith("  reference            0.42  0.42                             13 ")
+    assert lines[2].endswith(" s  ours / reference 1.00  (timed out: 1 of 2 seeds)")
+    assert '"timed_out": true' in lines[3] and '"ratio": 1.0' in lines[3]

@@ -53,3 +53,17 @@ def test_train_paper_preset_defaults_to_the_tasks_paper_steps():
     assert _steps("--task", "xland_hard", "--preset", "paper") == 5_000_000
     assert _steps("--task", "xland_medium") == 1_000_000  # cpu preset: unchanged
     assert _steps("--task", "xland_hard", "--preset", "paper", "--steps", "300000") == 300_000
+
+
+def test_auto_rollout_fuses_long_runs_and_big_updates():
+    """train's "auto": fused where faster steps repay the longer compile (FUSE_MIN_UPDATES
+    updates, or from two updates of FUSE_MIN_UPDATE_STEPS transitions)."""
+    from limen_jax.rl.trainer import auto_rollout
+
+    cpu, paper = PPOConfig.preset("xland_easy", "cpu"), PPOConfig.preset("xland_easy", "paper")
+    assert (cpu.steps_per_update, paper.steps_per_update) == (4096, 131_072)
+    assert [auto_rollout(cpu, u) for u in (1, 199, 200)] == ["split", "split", "fused"]
+    # the paper preset's 1M steps are 7 updates: fused (measured ~6 s saved an update)
+    assert [auto_rollout(paper, u) for u in (1, 2, 7)] == ["split", "fused", "fused"]
+    half = paper.replace(num_envs=2048)  # 32,768 transitions an update: below the line
+    assert [auto_rollout(half, u) for u in (7, 200)] == ["split", "fused"]

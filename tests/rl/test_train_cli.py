@@ -19,6 +19,7 @@ def test_cli_default_interface_json(capsys):
     assert len(record["success_per_seed"]) == 2 and all(0.0 <= x <= 1.0 for x in record["success_per_seed"])
     assert abs(record["success_mean"] - sum(record["success_per_seed"]) / 2) < 1e-6
     assert record["steps"] == 2048 and record["wall_s"] > 0
+    assert record["rollout"] == "split"  # 64 updates of 32 x 16: "auto" keeps the once-compiled path
     assert any(line.startswith("seed 0: success") for line in lines)
 
 
