@@ -221,3 +221,44 @@ def from_dict(cls: type[T], data: dict[str, Any]) -> T:
             kwargs[name] = value
     # a string or float where a number or a whole number is declared fails here, naming the field
     return cls(**coerce_fields(cls, kwargs))
+
+
+# Config keys a resumed run may change (the rest define the run and are refused).
+RESUMABLE = frozenset({
+    "search.iterations", "search.programs", "llm.max_cost_usd", "llm.model", "llm.temperature", "llm.timeout_s",
+    "llm.max_tokens", "llm.max_retries", "llm.concurrency",
+})  # fmt: skip
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and k not in ("ppo", "checker", "options"):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def config_changes(saved: dict[str, Any], new: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(accepted, refused) dotted keys whose values differ between two config dicts."""
+    a, b = _flat(saved), _flat(new)
+    changed = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    return [k for k in changed if k in RESUMABLE], [k for k in changed if k not in RESUMABLE]
+
+
+def resume_changes(saved: dict[str, Any], new: dict[str, Any], *, allowed: bool, run: Any) -> dict[str, Any] | None:
+    """What a run started again in ``run`` (its directory) with config dict ``new`` changes
+    from its ``saved`` config.json: None when nothing, else the changed dotted keys with
+    their new values. ValueError when a key outside :data:`RESUMABLE` changes, or any
+    key does and changes are not ``allowed`` (a new start, not a resume)."""
+    if saved == new:
+        return None
+    accepted, refused = config_changes(saved, new)
+    if refused or not allowed:
+        raise ValueError(
+            f"{run} holds a run with another config (differs in {', '.join(refused or accepted)}); "
+            f"a resume may change only {', '.join(sorted(RESUMABLE))}; or choose a new --run-dir"
+        )
+    values = _flat(new)
+    return {k: values[k] for k in accepted}

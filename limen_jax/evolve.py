@@ -98,7 +98,7 @@ def resume(
     """Continue a killed or finished run from its directory, with its own config.
 
     overrides: nested config values to change on the way (e.g. ``{"llm": {"max_cost_usd":
-    40}}``, ``{"search": {"iterations": 10}}``); only :data:`limen_jax.loop.RESUMABLE`
+    40}}``, ``{"search": {"iterations": 10}}``); only :data:`limen_jax.config.RESUMABLE`
     keys may change, anything else is refused with a ValueError naming it.
     strategy: the strategy object the run was started with, if it was handed in (its
     memory is restored from the checkpoint).
@@ -327,7 +327,7 @@ def read_config_file(path: str) -> dict[str, Any]:
 def resume_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """What ``--resume`` is asked to change: the flags, ``--config``'s values and ``--preset``
     as config overrides, each refused by its key when it changes what defines the run
-    (:data:`limen_jax.loop.RESUMABLE`); a changed ``--task`` is refused here, by its flag."""
+    (:data:`limen_jax.config.RESUMABLE`); a changed ``--task`` is refused here, by its flag."""
     recorded = recorded_config(args.resume) or {}
     if args.task and recorded and args.task != recorded.get("task"):
         raise ValueError(f"--resume {args.resume}: the run's task is {recorded.get('task')!r}; "

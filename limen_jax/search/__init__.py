@@ -9,7 +9,10 @@
 - :mod:`limen_jax.search.evaluations`: evaluation kinds (``ppo``, ``retrain``, ...);
 - :mod:`limen_jax.search.evaluator`: :class:`Evaluator` (submit a job, get a future of
   its results), the in-process one by default; :mod:`limen_jax.search.jobs` the data;
-- :mod:`limen_jax.search.faults`: whose fault a failure is, and what stops a run.
+- :mod:`limen_jax.search.faults`: whose fault a failure is, and what stops a run;
+- the loop's own parts (:mod:`limen_jax.loop`): :mod:`~limen_jax.search.batch_jobs`,
+  :mod:`~limen_jax.search.run_demos`, :mod:`~limen_jax.search.interrupts`,
+  :mod:`~limen_jax.search.outputs`, :mod:`~limen_jax.search.pipeline`.
 """
 
 from __future__ import annotations

@@ -71,6 +71,15 @@ def systematic(errors: Sequence[BaseException | None]) -> str | None:
     return messages.pop() if len(messages) == 1 else None
 
 
+def batch_fault(results: Sequence[Any]) -> str | None:
+    """Why a batch's ``results`` (a result or an exception per candidate) are the engine's
+    failure: an engine error among them, or the same error from every candidate
+    (:func:`systematic`); None when neither."""
+    errors = [r if isinstance(r, BaseException) else None for r in results]
+    engine = next((e for e in errors if e is not None and is_engine_error(e)), None)
+    return describe(engine) if engine is not None else systematic(errors)
+
+
 def diverged(result: Any) -> str | None:
     """Why a training result is not a score ("non-finite at update u" from the trainer's
     guard, or a NaN success), or None for a finite result."""

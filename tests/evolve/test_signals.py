@@ -137,7 +137,7 @@ def test_a_second_ctrl_c_is_still_a_clean_stop(tmp_path, whole):
 # ``mark``) until the test's SIGINT arrives
 STALL = """
 import pathlib, sys, time
-import limen_jax.loop, limen_jax.rundir
+import limen_jax.loop, limen_jax.rundir, limen_jax.search.run_demos
 from limen_jax.evolve import main
 def stall(*args, **kwargs):
     pathlib.Path({mark!r}).touch()
@@ -151,7 +151,7 @@ def stall_config(self, name, data):
 sys.exit(main({argv!r}))
 """
 STARTS = {  # where the start stalls -> what the interrupt says it left
-    "before anything is written": ("limen_jax.loop.Loop._check_demos = stall",
+    "before anything is written": ("limen_jax.search.run_demos.RunDemos.check = stall",
                                    "nothing was recorded yet; run the same command again"),
     "with the run dir made, no config in it": ("limen_jax.rundir.RunDir.write_json = stall_config",
                                                "nothing was recorded yet; removed the half-made {run}; "
