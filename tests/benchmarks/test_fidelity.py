@@ -189,3 +189,22 @@ def test_table_sets_the_reference_beside_ours_and_marks_a_timeout(tmp_path, monk
     assert lines[2].startswith("  reference            0.42  0.42                             13 ")
     assert lines[2].endswith(" s  ours / reference 1.00  (timed out: 1 of 2 seeds)")
     assert '"timed_out": true' in lines[3] and '"ratio": 1.0' in lines[3]
+
+
+PARTS = Path(__file__).resolve().parents[2] / "benchmarks" / "fidelity_parts.py"
+
+
+def test_parts_outside_a_checkout_or_without_the_reference_is_one_line_and_exit_2(tmp_path):
+    import subprocess
+
+    run = lambda: subprocess.run([sys.executable, str(PARTS)], cwd=tmp_path, capture_output=True, text=True)  # noqa: E731
+    out = run()
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == ("fidelity_parts: run it from a Lossfunk/LIMEN checkout (no configs/medium_place_near.yaml "
+                          "or examples/evolved_interfaces/medium_place_near.py here)\n")  # fmt: skip
+    for rel in ("configs/medium_place_near.yaml", "examples/evolved_interfaces/medium_place_near.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    out = run()  # a checkout, but this python has no limen (nor distrax)
+    assert out.returncode == 2 and out.stderr.startswith("fidelity_parts: this python cannot import limen")
+    assert out.stderr.count("\n") == 1
