@@ -81,9 +81,14 @@ def environment(steps: int = 120, envs: int = 256) -> dict[str, float]:
     return out
 
 
-def _networks(obs_dim: int) -> tuple[Any, Any, Any, dict[str, Any], dict[str, Any]]:
-    """(ours, reference module, our params holding the reference's initial values,
-    the reference's params, our kernel name -> the reference's Dense name)."""
+# our kernel -> the reference's Dense layer of the same place
+NAMES = {"encoder_0": "Dense_0", "encoder_1": "Dense_1", "actor_head": "Dense_2", "actor_out": "Dense_3",
+         "critic_head": "Dense_4", "critic_out": "Dense_5"}  # fmt: skip
+
+
+def _modules(obs_dim: int, ref_seed: int) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """(our network, its initial params (seed 0), the reference's module, its initial
+    params (``ref_seed``)), both at the paper preset's sizes."""
     from limen.nn import ActorCriticMLP
 
     from limen_jax.rl import PPOConfig
@@ -95,22 +100,26 @@ def _networks(obs_dim: int) -> tuple[Any, Any, Any, dict[str, Any], dict[str, An
                          head_hidden_dim=256)  # fmt: skip
     dummy = {"obs": jnp.zeros((1, 1, obs_dim)), "prev_action": jnp.zeros((1, 1), jnp.int32),
              "prev_reward": jnp.zeros((1, 1))}  # fmt: skip
-    ref_p = ref.init(jax.random.key(3), dummy, ref.initialize_carry(1))["params"]
-    template = ours.init(jax.random.key(0), obs_dim)
-    names = {"encoder_0": "Dense_0", "encoder_1": "Dense_1", "actor_head": "Dense_2", "actor_out": "Dense_3",
-             "critic_head": "Dense_4", "critic_out": "Dense_5"}  # fmt: skip
+    ref_p = ref.init(jax.random.key(ref_seed), dummy, ref.initialize_carry(1))["params"]
+    return ours, ours.init(jax.random.key(0), obs_dim), ref, ref_p
+
+
+def _networks(obs_dim: int) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """(ours, reference module, our params holding the reference's initial values,
+    the reference's params)."""
+    ours, template, ref, ref_p = _modules(obs_dim, ref_seed=3)
     mine = dict(template["params"])
-    for o, r in names.items():
+    for o, r in NAMES.items():
         mine[o] = {"kernel": ref_p[r]["kernel"], "bias": ref_p[r]["bias"]}
     # our embedding has a 7th row ("no previous action"), unused when the state carries on
     mine["action_embed"] = {"embedding": jnp.concatenate([ref_p["Embed_0"]["embedding"], jnp.zeros((1, 16))])}
     gru = ref_p["VmapRNNModel_0"]["GRU_0"]
     mine["gru"] = {"cell": {"Wi": gru["Wi"].T, "Wh": gru["Wh"].T, "bi": gru["bi"], "bn": gru["bn"]}}
-    return ours, ref, {**template, "params": mine}, ref_p, names
+    return ours, ref, {**template, "params": mine}, ref_p
 
 
 def network(obs_dim: int = 102, batch: int = 4, steps: int = 20) -> dict[str, float]:
-    ours, ref, params, ref_p, _ = _networks(obs_dim)
+    ours, ref, params, ref_p = _networks(obs_dim)
     k = jax.random.split(jax.random.key(7), 4)
     obs, prev_r = jax.random.normal(k[0], (steps, batch, obs_dim)), jax.random.normal(k[2], (steps, batch))
     prev_a, h0 = jax.random.randint(k[1], (steps, batch), 0, 6), 0.5 * jax.random.normal(k[3], (batch, 512))
@@ -131,7 +140,7 @@ def ppo_update(obs_dim: int = 102, envs: int = 64, steps: int = 16) -> dict[str,
     from limen_jax.rl.ppo import Batch, FlatTree
     from limen_jax.rl.ppo import ppo_update as our_update
 
-    ours, ref, params, ref_p, names = _networks(obs_dim)
+    ours, ref, params, ref_p = _networks(obs_dim)
     k = jax.random.split(jax.random.key(11), 8)
     obs, prev_a = jax.random.normal(k[0], (steps, envs, obs_dim)), jax.random.randint(k[1], (steps, envs), 0, 6)
     prev_r, h0 = jax.random.normal(k[2], (steps, envs)), 0.3 * jax.random.normal(k[3], (envs, 512))
@@ -166,7 +175,7 @@ def ppo_update(obs_dim: int = 102, envs: int = 64, steps: int = 16) -> dict[str,
     args = jax.tree.map(lambda x: x[None], (tr, h0[:, None], advantage.T, target.T))
     new_ref = jax.tree.map(lambda x: x[0], jax.vmap(ref_update, axis_name="devices")(*args).params)["params"]
     pairs = {o: (new_ours[o]["kernel"] - params["params"][o]["kernel"], new_ref[r]["kernel"] - ref_p[r]["kernel"])
-             for o, r in names.items()}  # fmt: skip
+             for o, r in NAMES.items()}  # fmt: skip
     gru_new, gru_old = new_ref["VmapRNNModel_0"]["GRU_0"], ref_p["VmapRNNModel_0"]["GRU_0"]
     for m in ("Wi", "Wh"):
         ours_step = new_ours["gru"]["cell"][m] - params["params"]["gru"]["cell"][m]
@@ -197,22 +206,10 @@ def gae(steps: int = 16, envs: int = 64) -> dict[str, float]:
 def initialisation(obs_dim: int = 102) -> dict[str, list[float]]:
     """Per orthogonal kernel, [our smallest, largest, the reference's smallest, largest]
     singular value (both sides drawn from their own initialisers, seed 0)."""
-    from limen.nn import ActorCriticMLP
-
-    from limen_jax.rl import PPOConfig
-    from limen_jax.rl.networks import ActorCritic
-    from limen_jax.task import Discrete
-
-    ours = ActorCritic(PPOConfig.preset("xland_medium", "paper"), Discrete(6)).init(jax.random.key(0), obs_dim)
-    ref = ActorCriticMLP(num_actions=6, hidden_dim=256, action_emb_dim=16, rnn_hidden_dim=512, rnn_num_layers=1,
-                         head_hidden_dim=256)  # fmt: skip
-    dummy = {"obs": jnp.zeros((1, 1, obs_dim)), "prev_action": jnp.zeros((1, 1), jnp.int32),
-             "prev_reward": jnp.zeros((1, 1))}  # fmt: skip
-    ref_p = ref.init(jax.random.key(0), dummy, ref.initialize_carry(1))["params"]
-    _, _, _, _, names = _networks(obs_dim)
+    _, ours, _, ref_p = _modules(obs_dim, ref_seed=0)
     sv = lambda w: np.linalg.svd(np.asarray(w, np.float64), compute_uv=False)  # noqa: E731
     out = {}
-    for o, r in {**names, "gru_Wh": "gru"}.items():
+    for o, r in {**NAMES, "gru_Wh": "gru"}.items():
         a = ours["params"]["gru"]["cell"]["Wh"] if o == "gru_Wh" else ours["params"][o]["kernel"]
         b = ref_p["VmapRNNModel_0"]["GRU_0"]["Wh"].T if o == "gru_Wh" else ref_p[r]["kernel"]
         out[o] = [round(float(x), 4) for x in (sv(a).min(), sv(a).max(), sv(b).min(), sv(b).max())]
