@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 
 if TYPE_CHECKING:
+    from limen_jax.program.fingerprint import Fingerprint
     from limen_jax.task import Task
 
 ObserveFn = Callable[[Any], jax.Array]
@@ -49,6 +50,9 @@ class Interface:
         :data:`MAX_REWARD_TERMS`); () for a scalar reward.
     terms: (sim, action, next_sim) -> float32[len(reward_terms)], the terms in that
         order (``reward`` is their sum); None for a scalar reward.
+    fingerprint: the program's behaviour on the check sample
+        (:mod:`limen_jax.program.fingerprint`), for interfaces checked from source;
+        None otherwise.
     """
 
     observe: ObserveFn
@@ -61,6 +65,7 @@ class Interface:
     reward_artifact: bytes = dataclasses.field(default=b"", repr=False)
     reward_terms: tuple[str, ...] = ()
     terms: RewardFn | None = dataclasses.field(default=None, repr=False)
+    fingerprint: Fingerprint | None = dataclasses.field(default=None, repr=False)
 
     @property
     def descriptors(self) -> tuple[int, int]:
@@ -103,6 +108,9 @@ def placeholder_interface(obs_dim: int = 1) -> Interface:
 def mix(task: Task, candidate: Interface, mode: str) -> Interface:
     """The ablations: keep φ or R of ``candidate`` and take the other from the task default.
 
+    An ablation drops the candidate's fingerprint (it describes the whole program); the
+    checker fingerprints a program checked in an ablation mode itself.
+
     mode: "full" (candidate as is), "obs_only" (candidate φ, sparse R),
     "reward_only" (default φ, candidate R), "sparse" (the task default).
     """
@@ -113,8 +121,11 @@ def mix(task: Task, candidate: Interface, mode: str) -> Interface:
         return base
     if mode == "obs_only":
         return dataclasses.replace(
-            candidate, reward=base.reward, reward_ast_size=0, reward_artifact=b"", reward_terms=(), terms=None
+            candidate, reward=base.reward, reward_ast_size=0, reward_artifact=b"", reward_terms=(), terms=None,
+            fingerprint=None,
         )
     if mode == "reward_only":
-        return dataclasses.replace(candidate, observe=base.observe, obs_dim=base.obs_dim, obs_artifact=b"")
+        return dataclasses.replace(
+            candidate, observe=base.observe, obs_dim=base.obs_dim, obs_artifact=b"", fingerprint=None
+        )
     raise ValueError(f"unknown mode {mode!r}; expected full, obs_only, reward_only or sparse")

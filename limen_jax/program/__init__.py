@@ -4,6 +4,10 @@ A program defines ``get_observation(state) -> float32[D]`` (1 <= D <= 512) and
 ``compute_reward(state, action, next_state) -> float32[]`` over the task's simulator
 state; ``compute_reward`` may instead return a dict of 1-8 named float32[] terms, whose
 sum is the reward (the Interface's ``reward_terms`` and ``terms``).
+Every checked Interface carries its ``fingerprint`` (fingerprint.py): what φ and R
+return on the check sample, quantised and hashed, so that a program repeated under
+other names, comments or statement order is recognised before it trains
+(:func:`~limen_jax.program.fingerprint.similarity` measures near repeats).
 :func:`compile_interface` hands the text to a sandboxed worker process (pool.py,
 isolation.py), which extracts the code, vets it (AST policy), runs it in a restricted
 namespace, traces each function once, exports it with ``jax.export`` and checks the
@@ -39,6 +43,7 @@ from limen_jax.program import artifact
 from limen_jax.program.checks import TERM_NAME, Limits, check_sample, sample_for
 from limen_jax.program.errors import STAGES, ProgramError
 from limen_jax.program.extract import extract_code
+from limen_jax.program.fingerprint import Fingerprint, similarity
 from limen_jax.program.pool import SandboxError, Verdict, check_many
 from limen_jax.task import Task, Transition
 
@@ -46,6 +51,7 @@ __all__ = [
     "MODES",
     "STAGES",
     "CheckReport",
+    "Fingerprint",
     "Limits",
     "ProgramError",
     "SandboxError",
@@ -56,6 +62,7 @@ __all__ = [
     "extract_code",
     "interface_from_artifacts",
     "sample_for",
+    "similarity",
 ]
 
 MODES = ("full", "obs_only", "reward_only")
@@ -161,12 +168,15 @@ def interface_from_artifacts(
     name: str,
     mode: str = "full",
     reward_terms: Sequence[str] = (),
+    fingerprint: Fingerprint | None = None,
 ) -> Interface:
     """An Interface from stored artifacts (e.g. a run directory or a cluster worker).
 
     sample: any batch of the task's transitions (only its structure is used).
     reward_terms: the term names of a dict reward (sorted, as the checker reports them in
     ``Interface.reward_terms``); its artifact returns float32[b, len(reward_terms)].
+    fingerprint: the program's behaviour as the checker measured it in this ``mode``
+    (None when unknown).
     Raises ProgramError("compile") when an artifact is malformed or does not fit the task.
     """
     reward_terms = tuple(reward_terms)
@@ -206,7 +216,7 @@ def interface_from_artifacts(
         reward_terms=reward_terms if terms_fn is not None else (),
         terms=terms_fn,
     )
-    return mix(task, candidate, mode)
+    return dataclasses.replace(mix(task, candidate, mode), fingerprint=fingerprint)
 
 
 def _summed(terms: Callable[..., Any]) -> Callable[..., Any]:
@@ -224,13 +234,20 @@ def _interface(verdict: Verdict, task: Task, mode: str, name: str, sample: Trans
     code = reply.get("code")
     size = reply.get("reward_ast_size")
     terms = reply.get("reward_terms", [])
+    malformed = ProgramError("exec", "the checker's worker returned a malformed answer for this program.")
     if (
         not isinstance(code, str)
         or not isinstance(size, int)
         or not (obs_dim is None or isinstance(obs_dim, int))
         or not isinstance(terms, list)
     ):
-        raise ProgramError("exec", "the checker's worker returned a malformed answer for this program.")
+        raise malformed
+    try:
+        fingerprint = Fingerprint.from_json(reply.get("fingerprint"))
+    except ValueError:
+        raise malformed from None
+    if fingerprint.mode != mode:
+        raise malformed
     return interface_from_artifacts(
         task,
         sample,
@@ -242,6 +259,7 @@ def _interface(verdict: Verdict, task: Task, mode: str, name: str, sample: Trans
         name=name,
         mode=mode,
         reward_terms=terms if mode != "obs_only" else (),
+        fingerprint=fingerprint,
     )
 
 

@@ -48,7 +48,8 @@ SERVER_MODULE = "limen_jax.program.forkserver"
 PRELOAD = (
     "jax", "jax.numpy", "jax.export", "numpy", "flax", "limen_jax.task", "limen_jax.xla_options",
     "limen_jax.program.artifact", "limen_jax.program.checks", "limen_jax.program.descriptors",
-    "limen_jax.program.errors", "limen_jax.program.extract", "limen_jax.program.policy",
+    "limen_jax.program.errors", "limen_jax.program.extract", "limen_jax.program.fingerprint",
+    "limen_jax.program.policy",
     "limen_jax.program.sandbox", "limen_jax.program.timing", "limen_jax.program.worker",
 )  # fmt: skip
 

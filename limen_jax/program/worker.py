@@ -7,10 +7,10 @@ runs :func:`serve` the same way. It locks itself down (rlimits, seccomp) before 
 one request frame (wire.py) from stdin: the program text, the mode, the task's factory
 and parameters, the limits, the export platforms and the sample transitions as raw
 arrays; writes ``b"R"`` (set up, about to run untrusted code) and then one reply frame:
-JSON (verdict, descriptors, the extracted code, or the error) and the exported φ / R
-artifacts as bytes. Everything the program does happens here: extraction, policy,
-module execution, the one trace of each function, export, and the checks on the
-exported artifact.
+JSON (verdict, descriptors, the extracted code and the behavioural fingerprint
+(fingerprint.py), or the error) and the exported φ / R artifacts as bytes. Everything
+the program does happens here: extraction, policy, module execution, the one trace of
+each function, export, and the checks on the exported artifact.
 """
 
 from __future__ import annotations
@@ -134,6 +134,7 @@ def _check(
     from limen_jax.program.descriptors import reward_ast_size
     from limen_jax.program.errors import ProgramError
     from limen_jax.program.extract import extract_code
+    from limen_jax.program.fingerprint import fingerprint
     from limen_jax.program.policy import check_policy
     from limen_jax.program.sandbox import exec_program, program_function
     from limen_jax.xla_options import run_once
@@ -198,7 +199,8 @@ def _check(
             f"transition (XLA's estimate); the budget is {limits.max_flops_per_transition:.3g}. "
             "Compute fewer, cheaper features: avoid large convolutions, matmuls and loops over the grid.",
         )
-    check_values(result["values"], traced.reward_terms)
+    values = result["values"]
+    check_values(values, traced.reward_terms)
     reply = {
         "ok": True,
         "code": code,
@@ -207,6 +209,7 @@ def _check(
         "reward_terms": list(traced.reward_terms),
         "flops_per_transition": per_transition,
         "run_seconds": result["run_seconds"],
+        "fingerprint": fingerprint(mode, values.get("obs"), values.get("reward")).to_json(),
         "artifacts": list(blobs),
     }
     return reply, list(blobs.values())
