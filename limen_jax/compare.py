@@ -3,13 +3,18 @@
 For ablations (``--mode full | obs_only | reward_only | sparse | independent``) and
 strategy comparisons on the same task and budget: one markdown table (mode, strategy,
 the mutator that actually ran, budget, programs, rejected, first-generation best, best
-with its seeds, LLM calls with failed calls and retries, tokens, spend) and, with
-``--plot``, every run's best success so far over iterations on one
-figure. With ``--by-strategy``, a second table gives one row per strategy over its runs
-(run seeds): the best success's mean and spread, the first generation's best, the
-programs trained until the best, and the wall time; runs held to one budget of programs
-(``search.programs``) are cut to it, or to ``--programs N``. Reads the run directories only
-(config.json, state.json, events.jsonl); nothing is retrained.
+as ``mean [lo, hi]`` with its seeds, LLM calls with failed calls and retries, tokens,
+spend) and, with ``--plot``, every run's best success so far over iterations on one
+figure. The best's interval is 95 % over its training seeds and their evaluation
+episodes (:func:`limen_jax.stats.success_interval`); it is the interval of that one
+program, picked as the best of many, so its mean leans high. When the runs ran two or
+more strategies, one line per pair of strategies says whether their bests differ beyond
+noise (:func:`comparisons`). With ``--by-strategy``, a second table gives one row per
+strategy over its runs (run seeds): the best success's mean with a bootstrap interval
+over runs and its IQM, the first generation's best, the programs trained until the best,
+and the wall time; runs held to one budget of programs (``search.programs``) are cut to
+it, or to ``--programs N``. Reads the run directories only (config.json, state.json,
+events.jsonl); nothing is retrained.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 
 from limen_jax.cli_errors import report_bugs
 from limen_jax.modes import strategy_for
+from limen_jax.stats import bootstrap_interval, compare, iqm, success_interval
 
 
 def load_run(run_dir: str | Path) -> dict[str, Any]:
@@ -39,7 +45,24 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
         # the run's ledger (runs older than the ledger have none)
         "usage": state.get("usage") or {},
         "wall_s": _wall_s(path / "events.jsonl"),
+        "eval_episodes": _eval_episodes(config),
     }
+
+
+def _eval_episodes(config: dict[str, Any]) -> int:
+    """Evaluation episodes per seed of the run's programs: its task's PPO preset with the
+    run's overrides (what its loop trained with)."""
+    from limen_jax.rl.config import PPOConfig
+
+    preset = PPOConfig.preset(config["task"], config.get("preset", "cpu"))
+    return int(preset.replace(**config.get("ppo", {})).eval_episodes)
+
+
+def best_interval(run: dict[str, Any], record: dict[str, Any]) -> tuple[float, float] | None:
+    """The 95 % interval of a record's success (its seeds and the run's evaluation
+    episodes), None without per-seed scores."""
+    per_seed = record.get("success_per_seed") or []
+    return success_interval(per_seed, run["eval_episodes"]) if per_seed else None
 
 
 def _wall_s(events: Path) -> float | None:
@@ -67,7 +90,9 @@ def summarise(runs: Sequence[dict[str, Any]], programs: int | None = None) -> di
     """One strategy's runs (one per run seed) in numbers: ``bests`` and ``firsts`` (each
     run's best and first-generation best success -- the first batch that made programs;
     0.0 for a run with none scored),
-    ``mean`` and ``std`` of the bests (population spread; 0.0 for one run), ``programs``
+    ``mean`` and ``std`` of the bests (population spread; 0.0 for one run), ``interval``
+    (95 %: a bootstrap over runs, stratified by task), ``iqm`` ((IQM, its interval) of the
+    bests from :data:`MIN_IQM_RUNS` runs on, else None), ``programs``
     (programs each run trained, rejected ones included), ``to_best`` (the 1-based position
     of each run's best among its programs: programs trained until the best),
     ``program_means`` (each run's mean success over its programs, a rejected one 0: how
@@ -92,6 +117,8 @@ def summarise(runs: Sequence[dict[str, Any]], programs: int | None = None) -> di
         "firsts": firsts,
         "mean": statistics.fmean(bests) if bests else 0.0,
         "std": statistics.pstdev(bests) if len(bests) > 1 else 0.0,
+        "interval": _over_runs(runs, bests) if bests else (0.0, 0.0),
+        "iqm": (float(iqm(bests)), _over_runs(runs, bests, iqm)) if len(bests) >= MIN_IQM_RUNS else None,
         "programs": counts,
         "program_means": means,
         "to_best": to_best,
@@ -99,13 +126,28 @@ def summarise(runs: Sequence[dict[str, Any]], programs: int | None = None) -> di
     }
 
 
+# Fewer runs than this: the IQM would cut nothing (or one run), so it is not shown.
+MIN_IQM_RUNS = 4
+
+
+def _over_runs(runs: Sequence[dict[str, Any]], values: Sequence[float], statistic: Any = None) -> tuple[float, float]:
+    """A seeded bootstrap interval of ``values`` (one per run), resampled within each task."""
+    strata: dict[str, list[float]] = {}
+    for run, value in zip(runs, values):
+        strata.setdefault(run["config"]["task"], []).append(value)
+    if statistic is None:
+        return bootstrap_interval(list(strata.values()))
+    return bootstrap_interval(list(strata.values()), statistic)
+
+
 def strategy_table(groups: Mapping[str, Sequence[dict[str, Any]]], programs: int | None = None) -> str:
     """A markdown table, one row per strategy over its runs (see :func:`summarise`, which
     ``programs`` cuts to an equal budget): runs, budget, programs per run, best success
-    mean +/- spread (each run's), first generation's best (mean), mean program success
+    mean [95 % interval over runs] (each run's), its IQM [interval] from
+    :data:`MIN_IQM_RUNS` runs on, first generation's best (mean), mean program success
     (mean over runs), programs until the best (mean), wall per run (mean)."""
-    columns = ["strategy", "runs", "steps x seeds", "programs", "best: mean ± sd (per run)", "first gen",
-               "mean program", "programs per best", "wall per run"]  # fmt: skip
+    columns = ["strategy", "runs", "steps x seeds", "programs", "best: mean [95% CI] (per run)", "best: IQM",
+               "first gen", "mean program", "programs per best", "wall per run"]  # fmt: skip
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for name, runs in groups.items():
         s, cfg = summarise(runs, programs), runs[0]["config"]
@@ -115,7 +157,8 @@ def strategy_table(groups: Mapping[str, Sequence[dict[str, Any]]], programs: int
             str(len(runs)),
             f"{cfg['cascade']['full_steps']:,} x {cfg['search']['seeds']}",
             f"{statistics.fmean(s['programs']):.3g}",
-            f"**{s['mean']:.3f}** ± {s['std']:.3f} ({', '.join(f'{b:.2f}' for b in s['bests'])})",
+            f"**{s['mean']:.3f}** {_bracket(s['interval'])} ({', '.join(f'{b:.2f}' for b in s['bests'])})",
+            f"{s['iqm'][0]:.3f} {_bracket(s['iqm'][1])}" if s["iqm"] else "-",
             f"{statistics.fmean(s['firsts']):.3f}",
             f"{statistics.fmean(s['program_means']):.3f}",
             f"{statistics.fmean(s['to_best']):.3g}",
@@ -123,6 +166,58 @@ def strategy_table(groups: Mapping[str, Sequence[dict[str, Any]]], programs: int
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _bracket(interval: tuple[float, float]) -> str:
+    return f"[{interval[0]:.2f}, {interval[1]:.2f}]"
+
+
+def comparisons(groups: Mapping[str, Sequence[dict[str, Any]]], programs: int | None = None) -> list[str]:
+    """One line per pair of strategies (the higher mean best first) on whether their
+    bests differ beyond noise. The probability that a run of one beats a run of the other,
+    and an exact permutation test over search seeds, paired when both ran the same seeds;
+    a p-value of 0.05 or more is within noise, and the line says when so few runs cannot
+    reach less. With one run each the search's own spread is unknown: the two bests'
+    intervals are compared instead (overlapping: within noise)."""
+    summaries = {name: summarise(runs, programs) for name, runs in groups.items()}
+    names = sorted(summaries, key=lambda n: -summaries[n]["mean"])
+    return [difference(a, groups[a], b, groups[b], programs) for i, a in enumerate(names) for b in names[i + 1 :]]
+
+
+def difference(a: str, runs_a: Sequence[dict[str, Any]], b: str, runs_b: Sequence[dict[str, Any]],
+               programs: int | None = None) -> str:  # fmt: skip
+    """The line of :func:`comparisons` for strategies ``a`` and ``b``."""
+    sa, sb = summarise(runs_a, programs), summarise(runs_b, programs)
+    head = f"{a} vs {b}: mean best {sa['mean']:.3f} against {sb['mean']:.3f}"
+    if len(runs_a) == 1 and len(runs_b) == 1:
+        ia, ib = (_best_interval(r, programs) for r in (runs_a, runs_b))
+        if ia is None or ib is None:
+            return f"{head}; one run each and no per-seed scores: no measure of noise"
+        overlap = ia[0] <= ib[1] and ib[0] <= ia[1]
+        verdict = "overlap: within noise" if overlap else "do not overlap: a difference beyond the training noise"
+        return (f"{head}; one run each, so the search's own spread is unknown; the bests' intervals "
+                f"{_bracket(ia)} and {_bracket(ib)} {verdict}")  # fmt: skip
+    seeds_a, seeds_b = ([r["config"]["seed"] for r in runs] for runs in (runs_a, runs_b))
+    paired = sorted(seeds_a) == sorted(seeds_b) and len(set(seeds_a)) == len(seeds_a)
+    xa, xb = sa["bests"], sb["bests"]
+    if paired:  # in seed order, each run against the other strategy's run of its seed
+        xa = [x for _, x in sorted(zip(seeds_a, xa))]
+        xb = [x for _, x in sorted(zip(seeds_b, xb))]
+    c = compare(xa, xb, paired=paired)
+    how = (f"paired over search seeds {', '.join(str(s) for s in sorted(seeds_a))}" if paired
+           else f"{c.n} and {c.m} runs, unpaired")  # fmt: skip
+    line = f"{head}; P({a} > {b}) = {c.poi:.2f}; permutation test ({how}): p = {c.p:.2f}"
+    if not c.within_noise():
+        return f"{line}, a difference at the 5 % level"
+    if c.smallest_p >= 0.05:
+        return f"{line}: within noise ({'pairs' if paired else 'runs'} this few cannot reach p < 0.05)"
+    return f"{line}: within noise"
+
+
+def _best_interval(runs: Sequence[dict[str, Any]], programs: int | None) -> tuple[float, float] | None:
+    run = runs[0]
+    best = _best(run["records"][:programs])
+    return best_interval(run, best) if best else None
 
 
 def _mutator(run: dict[str, Any]) -> str:
@@ -163,6 +258,7 @@ def table(runs: Sequence[dict[str, Any]]) -> str:
         best, first = _best(records), _best(_first_generation(records))
         rejected = sum(r.get("success") is None for r in records)
         seeds = ", ".join(f"{s:.2f}" for s in best["success_per_seed"]) if best else ""
+        interval = best_interval(run, best) if best else None
         cells = [
             run["name"],
             cfg["task"],
@@ -173,7 +269,7 @@ def table(runs: Sequence[dict[str, Any]]) -> str:
             str(len(records)),
             str(rejected),
             f"{first['success']:.3f}" if first else "-",
-            f"**{best['success']:.3f}** ({seeds})" if best else "-",
+            f"**{best['success']:.3f}**{' ' + _bracket(interval) if interval else ''} ({seeds})" if best else "-",
             *_calls(run["usage"]),
             f"${run['spend_usd']:.2f}",
         ]
@@ -238,16 +334,19 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{run_dir}: not a run directory with a checkpoint ({exc})", file=sys.stderr)
             return 2
     print(table(runs))
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        groups.setdefault(strategy_name(run), []).append(run)
+    budgets = {run["config"]["search"].get("programs") for run in runs}
+    cut = args.programs if args.programs is not None else (budgets.pop() if len(budgets) == 1 else None)
     if args.by_strategy:
-        groups: dict[str, list[dict[str, Any]]] = {}
-        for run in runs:
-            groups.setdefault(strategy_name(run), []).append(run)
-        budgets = {run["config"]["search"].get("programs") for run in runs}
-        cut = args.programs if args.programs is not None else (budgets.pop() if len(budgets) == 1 else None)
         print()
         print(strategy_table(groups, cut))
         if cut is not None:
             print(f"(the first {cut} programs of each run)")
+    if len(groups) > 1:
+        print()
+        print("\n".join(comparisons(groups, cut)))
     if args.plot is not None:
         plot(runs, args.plot)
         print(f"plot: {args.plot}")

@@ -7,7 +7,9 @@
     python -m limen_jax.rollout out/ mine
 
 All seeds train in one compiled call (limen_jax.rl). ``--json`` prints one JSON object
-as the last line: {"task", "success_mean", "success_per_seed", "steps", "wall_s", "rollout", ...};
+as the last line: {"task", "success_mean", "success_per_seed", "success_interval", "eval_episodes",
+"steps", "wall_s", "rollout", ...}; "success_interval" is the 95 % interval of the mean success
+(limen_jax.stats.success_interval: a bootstrap over the seeds and their evaluation episodes);
 for a reward of named terms also "eval_terms" (each term's mean sum per evaluation
 episode) and "term_curves" (each term's sum per episode, one value per update, the mean
 over seeds; null where no episode ended). ``--save-policy DIR`` keeps every seed's
@@ -166,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from limen_jax.rl import train_batch
     from limen_jax.rl.trainer import auto_rollout
+    from limen_jax.stats import success_interval
 
     updates = config.num_updates(args.steps)
     rollout = auto_rollout(config, updates) if args.rollout == "auto" else args.rollout
@@ -182,8 +185,11 @@ def main(argv: list[str] | None = None) -> int:
     per_seed = [float(x) for x in result.success[0]]
     for seed, success in zip(seeds, per_seed, strict=True):
         print(f"seed {seed}: success {success:.3f}")
-    print(f"mean success {result.success_mean[0]:.3f} over {len(seeds)} seeds; {result.steps:,} steps per seed; "
-          f"{result.wall_s:.1f} s ({result.compile_s:.1f} s compiling)")  # fmt: skip
+    lo, hi = success_interval(per_seed, config.eval_episodes)
+    print(f"mean success {result.success_mean[0]:.3f} [{lo:.3f}, {hi:.3f}] over {len(seeds)} seeds; "
+          f"{result.steps:,} steps per seed; {result.wall_s:.1f} s ({result.compile_s:.1f} s compiling)")  # fmt: skip
+    print(f"[{lo:.3f}, {hi:.3f}]: 95 % interval, a bootstrap over the seeds and their {config.eval_episodes} "
+          "evaluation episodes each")
     eval_terms = {n: float(v.mean()) for n, v in result.eval_terms_of(0).items()}
     for name, value in eval_terms.items():
         print(f"term {name}: {value:.4g} per evaluation episode")
@@ -196,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
             "interface": iface.name,
             "success_mean": float(result.success_mean[0]),
             "success_per_seed": per_seed,
+            "success_interval": [lo, hi],
+            "eval_episodes": config.eval_episodes,
             "final_return": float(result.final_return[0].mean()),
             "steps": int(result.steps),
             "seeds": seeds,

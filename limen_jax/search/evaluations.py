@@ -9,7 +9,9 @@ worker; it must be a pure function of the job), and writes a result into a recor
   multi-seed run for survivors), success on fresh episodes; sets ``record.success``,
   the curves (``reward/<term>`` per named reward term), ``eval_terms`` and the feedback.
 - ``retrain``: N fresh seeds at the full budget, one stage (``options["seeds"]``, default
-  5); the scores go to ``record.evaluations["retrain"]`` and never change the fitness.
+  5); the scores and their 95 % interval (``interval``: limen_jax.stats.success_interval
+  over the seeds and ``eval_episodes`` episodes each) go to ``record.evaluations["retrain"]``
+  and never change the fitness.
 - ``episodes``: roll out each program's kept policy for a few episodes
   (``options["episodes"]``, default 3) and log every step's reward terms, success and
   length into ``record.evaluations["episodes"]`` (:mod:`limen_jax.search.episodes`); the

@@ -16,6 +16,7 @@ import numpy as np
 from limen_jax.search.faults import describe, diverged
 from limen_jax.search.jobs import Budget, EvalBatch, EvalJob
 from limen_jax.search.training import evaluate
+from limen_jax.stats import success_interval
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +93,9 @@ class PPO:
 
 
 class Retrain(PPO):
-    """Fresh seeds (never the search's) at the full budget; kept beside the fitness."""
+    """Fresh seeds (never the search's) at the full budget; kept beside the fitness, with
+    the 95 % interval of their mean success (``interval``, over ``eval_episodes``
+    evaluation episodes per seed)."""
 
     name = "retrain"
     DEFAULT_SEEDS = 5
@@ -114,7 +117,10 @@ class Retrain(PPO):
             record.evaluations[self.name] = {"error": why, "seeds": list(job.seeds), "steps": steps}
             return
         per_seed = [float(x) for x in result.success_per_seed]
+        episodes = int(job.config.eval_episodes)
         record.evaluations[self.name] = {
             "success": float(np.mean(per_seed)), "success_per_seed": per_seed, "seeds": list(job.seeds),
             "steps": steps, "final_return": float(result.final_return),
+            # 95 %, over the fresh seeds and their evaluation episodes (limen_jax.stats)
+            "interval": list(success_interval(per_seed, episodes)), "eval_episodes": episodes,
         }

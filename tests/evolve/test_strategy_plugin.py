@@ -18,6 +18,7 @@ from cli_runs import assert_same_programs, checkpoint, checkpointed, cli_env, ev
 from test_evolve import toy_config
 
 import limen_jax as lj
+from limen_jax.stats import success_interval
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
@@ -75,6 +76,8 @@ def test_a_plugin_strategy_runs_from_the_cli_survives_kill_9_and_matches_the_obj
         ev = r.evaluations["retrain"]
         assert len(ev["success_per_seed"]) == 2 and ev["seeds"] == [500, 501] and ev["steps"] == 2048
         assert ev["success"] == sum(ev["success_per_seed"]) / 2
+        assert ev["interval"] == list(success_interval(ev["success_per_seed"], ev["eval_episodes"]))
+        assert ev["interval"][0] <= ev["success"] <= ev["interval"][1]
     assert {e["program"] for e in log if e["event"] == "evaluation"} == {r.id for r in retrained}
 
 

@@ -2,6 +2,7 @@
 
 import json
 
+from limen_jax.stats import success_interval
 from limen_jax.train import main
 
 TINY = ["--seeds", "2", "--steps", "2048", "--ppo", "num_envs=32", "eval_episodes=16", "--json"]
@@ -21,6 +22,13 @@ def test_cli_default_interface_json(capsys):
     assert record["steps"] == 2048 and record["wall_s"] > 0
     assert record["rollout"] == "split"  # 64 updates of 32 x 16: "auto" keeps the once-compiled path
     assert any(line.startswith("seed 0: success") for line in lines)
+    # the interval over the 2 seeds x 16 evaluation episodes, as limen_jax.stats computes it
+    assert record["eval_episodes"] == 16
+    assert record["success_interval"] == list(success_interval(record["success_per_seed"], 16))
+    lo, hi = record["success_interval"]
+    assert lo <= record["success_mean"] <= hi
+    assert any(line.startswith(f"mean success {record['success_mean']:.3f} [{lo:.3f}, {hi:.3f}] over 2 seeds;")
+               for line in lines)  # fmt: skip
 
 
 PROGRAM = '''
