@@ -24,11 +24,14 @@ programs, 1M steps x 2 seeds each; ``--preset paper`` for the paper's, with its 
 ``--programs``, ``--candidates``, ``--steps`` and ``--train-seeds`` override either.
 ``--mutator anthropic`` runs the same comparison with Claude.
 
-It prints the ``limen_jax.compare`` tables (one row per run, then one row per strategy:
-best success mean and spread over run seeds, first-generation best, programs trained
-until the best, wall per run); its last line names the strategy with the highest mean
-best and its margin over ``independent`` (or, when that is ``independent``, its margin
-over the best of the others).
+It prints the ``limen_jax.compare`` tables (one row per run with each best's 95 %
+interval, then one row per strategy: best success mean with its interval over run seeds
+and, from 4 runs on, its IQM, first-generation best, programs trained until the best,
+wall per run), then one line per pair of strategies saying whether they differ beyond
+noise (probability of improvement, a permutation test over run seeds, paired when both
+ran the same seeds); its last line names the strategy with the highest mean best and its
+margin over ``independent`` (or, when that is ``independent``, its margin over the best
+of the others), and whether that margin is within noise.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import limen_jax as lj
-from limen_jax.compare import load_run, strategy_table, summarise, table
+from limen_jax.compare import comparisons, load_run, noise, strategy_table, summarise, table
 from limen_jax.config import EvolveConfig
 from limen_jax.search.registry import check_options, strategy_class
 
@@ -116,7 +119,8 @@ def run_one(task: str, name: str, seed: int, over: dict[str, Any], args: argpars
 
 def verdict(groups: dict[str, list[dict[str, Any]]], programs: int | None = None) -> str:
     """The last line: the strategy with the highest mean best and its margin over independent
-    (when independent is the best, its margin over the best of the others)."""
+    (when independent is the best, its margin over the best of the others), and whether
+    that margin is beyond noise (:func:`limen_jax.compare.noise`)."""
     means = {name: summarise(runs, programs)["mean"] for name, runs in groups.items()}
     best = max(means, key=lambda n: means[n])
     if "independent" not in means:
@@ -125,10 +129,12 @@ def verdict(groups: dict[str, list[dict[str, Any]]], programs: int | None = None
     if best == "independent" and others:  # the baseline wins: by how much over the best of the rest
         runner = max(others, key=lambda n: means[n])
         return (f"best: independent (mean best {means[best]:.3f}), {means[best] - means[runner]:+.3f} over the "
-                f"best other strategy, {runner} ({means[runner]:.3f})")  # fmt: skip
+                f"best other strategy, {runner} ({means[runner]:.3f}); "
+                f"{noise(best, groups[best], runner, groups[runner], programs)}")  # fmt: skip
     margin = means[best] - means["independent"]
+    why = noise(best, groups[best], "independent", groups["independent"], programs)
     return (f"best: {best} (mean best {means[best]:.3f}), {margin:+.3f} over independent "
-            f"({means['independent']:.3f})")  # fmt: skip
+            f"({means['independent']:.3f}); {why}")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(strategy_table(groups, args.budget))
     print()
+    if len(groups) > 1:
+        print("\n".join(comparisons(groups, args.budget)))
+        print()
     print(verdict(groups, args.budget))
     return 0
 

@@ -60,9 +60,11 @@ def _eval_episodes(config: dict[str, Any]) -> int:
 
 def best_interval(run: dict[str, Any], record: dict[str, Any]) -> tuple[float, float] | None:
     """The 95 % interval of a record's success (its seeds and the run's evaluation
-    episodes), None without per-seed scores."""
+    episodes), None without per-seed success rates (numbers in [0, 1])."""
     per_seed = record.get("success_per_seed") or []
-    return success_interval(per_seed, run["eval_episodes"]) if per_seed else None
+    if not per_seed or not all(isinstance(x, int | float) and 0.0 <= x <= 1.0 for x in per_seed):
+        return None
+    return success_interval(per_seed, run["eval_episodes"])
 
 
 def _wall_s(events: Path) -> float | None:
@@ -91,7 +93,7 @@ def summarise(runs: Sequence[dict[str, Any]], programs: int | None = None) -> di
     run's best and first-generation best success -- the first batch that made programs;
     0.0 for a run with none scored),
     ``mean`` and ``std`` of the bests (population spread; 0.0 for one run), ``interval``
-    (95 %: a bootstrap over runs, stratified by task), ``iqm`` ((IQM, its interval) of the
+    (95 %: a bootstrap over runs, stratified by task; None for one run), ``iqm`` ((IQM, its interval) of the
     bests from :data:`MIN_IQM_RUNS` runs on, else None), ``programs``
     (programs each run trained, rejected ones included), ``to_best`` (the 1-based position
     of each run's best among its programs: programs trained until the best),
@@ -117,7 +119,7 @@ def summarise(runs: Sequence[dict[str, Any]], programs: int | None = None) -> di
         "firsts": firsts,
         "mean": statistics.fmean(bests) if bests else 0.0,
         "std": statistics.pstdev(bests) if len(bests) > 1 else 0.0,
-        "interval": _over_runs(runs, bests) if bests else (0.0, 0.0),
+        "interval": _over_runs(runs, bests) if len(bests) > 1 else None,
         "iqm": (float(iqm(bests)), _over_runs(runs, bests, iqm)) if len(bests) >= MIN_IQM_RUNS else None,
         "programs": counts,
         "program_means": means,
@@ -157,7 +159,8 @@ def strategy_table(groups: Mapping[str, Sequence[dict[str, Any]]], programs: int
             str(len(runs)),
             f"{cfg['cascade']['full_steps']:,} x {cfg['search']['seeds']}",
             f"{statistics.fmean(s['programs']):.3g}",
-            f"**{s['mean']:.3f}** {_bracket(s['interval'])} ({', '.join(f'{b:.2f}' for b in s['bests'])})",
+            f"**{s['mean']:.3f}**{' ' + _bracket(s['interval']) if s['interval'] else ''} "
+            f"({', '.join(f'{b:.2f}' for b in s['bests'])})",
             f"{s['iqm'][0]:.3f} {_bracket(s['iqm'][1])}" if s["iqm"] else "-",
             f"{statistics.fmean(s['firsts']):.3f}",
             f"{statistics.fmean(s['program_means']):.3f}",
@@ -188,15 +191,22 @@ def difference(a: str, runs_a: Sequence[dict[str, Any]], b: str, runs_b: Sequenc
                programs: int | None = None) -> str:  # fmt: skip
     """The line of :func:`comparisons` for strategies ``a`` and ``b``."""
     sa, sb = summarise(runs_a, programs), summarise(runs_b, programs)
-    head = f"{a} vs {b}: mean best {sa['mean']:.3f} against {sb['mean']:.3f}"
+    return f"{a} vs {b}: mean best {sa['mean']:.3f} against {sb['mean']:.3f}; {noise(a, runs_a, b, runs_b, programs)}"
+
+
+def noise(a: str, runs_a: Sequence[dict[str, Any]], b: str, runs_b: Sequence[dict[str, Any]],
+          programs: int | None = None) -> str:  # fmt: skip
+    """Whether strategy ``a``'s bests differ from ``b``'s beyond noise, in words (see
+    :func:`comparisons`)."""
     if len(runs_a) == 1 and len(runs_b) == 1:
         ia, ib = (_best_interval(r, programs) for r in (runs_a, runs_b))
         if ia is None or ib is None:
-            return f"{head}; one run each and no per-seed scores: no measure of noise"
+            return "one run each and no per-seed scores: no measure of noise"
         overlap = ia[0] <= ib[1] and ib[0] <= ia[1]
         verdict = "overlap: within noise" if overlap else "do not overlap: a difference beyond the training noise"
-        return (f"{head}; one run each, so the search's own spread is unknown; the bests' intervals "
+        return (f"one run each, so the search's own spread is unknown; the bests' intervals "
                 f"{_bracket(ia)} and {_bracket(ib)} {verdict}")  # fmt: skip
+    sa, sb = summarise(runs_a, programs), summarise(runs_b, programs)
     seeds_a, seeds_b = ([r["config"]["seed"] for r in runs] for runs in (runs_a, runs_b))
     paired = sorted(seeds_a) == sorted(seeds_b) and len(set(seeds_a)) == len(seeds_a)
     xa, xb = sa["bests"], sb["bests"]
@@ -206,7 +216,7 @@ def difference(a: str, runs_a: Sequence[dict[str, Any]], b: str, runs_b: Sequenc
     c = compare(xa, xb, paired=paired)
     how = (f"paired over search seeds {', '.join(str(s) for s in sorted(seeds_a))}" if paired
            else f"{c.n} and {c.m} runs, unpaired")  # fmt: skip
-    line = f"{head}; P({a} > {b}) = {c.poi:.2f}; permutation test ({how}): p = {c.p:.2f}"
+    line = f"P({a} > {b}) = {c.poi:.2f}; permutation test ({how}): p = {c.p:.2f}"
     if not c.within_noise():
         return f"{line}, a difference at the 5 % level"
     if c.smallest_p >= 0.05:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from limen_jax.compare import load_run, summarise
+from limen_jax.compare import load_run, noise, summarise
 from limen_jax.search.registry import check_options
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "strategies.py"
@@ -62,14 +62,22 @@ def test_strategies_benchmark_runs_each_strategy_per_seed_and_names_the_best(tmp
         assert s["bests"] == cut
         row = next(line for line in lines if line.startswith(f"| {name} | 2 | 20,000 x 1 | 3 |"))
         bests = ", ".join(f"{b:.2f}" for b in s["bests"])
-        assert f"| **{s['mean']:.3f}** ± {s['std']:.3f} ({bests}) |" in row
+        lo, hi = s["interval"]  # over the 2 run seeds; no IQM under 4 runs
+        assert f"| **{s['mean']:.3f}** [{lo:.2f}, {hi:.2f}] ({bests}) | - |" in row
         assert s["mean"] == sum(s["bests"]) / 2 and 1 <= min(s["to_best"]) <= max(s["to_best"]) <= 3
     g, i = sums["greedy"]["mean"], sums["independent"]["mean"]
+    # two run seeds a side, the same ones: a paired test that cannot reach p < 0.05
     if g >= i:
-        assert lines[-1] == f"best: greedy (mean best {g:.3f}), {g - i:+.3f} over independent ({i:.3f})"
+        why = noise("greedy", runs["greedy"], "independent", runs["independent"], 3)
+        assert lines[-1] == f"best: greedy (mean best {g:.3f}), {g - i:+.3f} over independent ({i:.3f}); {why}"
+        first = "greedy vs independent"
     else:  # the baseline wins: its margin over the other strategy
+        why = noise("independent", runs["independent"], "greedy", runs["greedy"], 3)
         assert lines[-1] == (f"best: independent (mean best {i:.3f}), {i - g:+.3f} over the best other strategy, "
-                             f"greedy ({g:.3f})")  # fmt: skip
+                             f"greedy ({g:.3f}); {why}")  # fmt: skip
+        first = "independent vs greedy"
+    assert "paired over search seeds 0, 1" in why and why.endswith("(pairs this few cannot reach p < 0.05)")
+    assert lines[-3].startswith(f"{first}: mean best ") and lines[-3].endswith(why)
 
     # a second call reads the finished runs back instead of training them again
     before = (tmp_path / "greedy" / "seed0" / "events.jsonl").read_text()
