@@ -340,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     for run_dir in args.runs:
         try:
             runs.append(load_run(run_dir))
-        except (OSError, KeyError, json.JSONDecodeError) as exc:
+        except (OSError, KeyError, TypeError, ValueError) as exc:  # JSONDecodeError, a bad PPO override
             print(f"{run_dir}: not a run directory with a checkpoint ({exc})", file=sys.stderr)
             return 2
     print(table(runs))

@@ -13,6 +13,7 @@ import pytest
 
 from limen_jax.compare import load_run, noise, summarise
 from limen_jax.search.registry import check_options
+from limen_jax.stats import success_interval
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "strategies.py"
 
@@ -114,11 +115,20 @@ def test_the_option_help_names_real_options_and_a_bad_option_stops_it_before_run
 def test_the_last_line_names_the_best_and_its_margin_over_independent():
     bench = load_script()
 
-    def runs(*bests):  # one run per best, its only program scoring it
-        return [{"name": f"r{k}", "records": [{"iteration": 0, "success": b}]} for k, b in enumerate(bests)]
+    def runs(*bests):  # one run per best (run seeds 0, 1, ...), its only program scoring it on one seed
+        return [{"name": f"r{k}", "config": {"task": "t", "seed": k}, "eval_episodes": 100,
+                 "records": [{"iteration": 0, "success": b, "success_per_seed": [b]}]} for k, b in enumerate(bests)]
 
+    # the same run seeds: paired; of the sign patterns of (0.4, 0.1) two reach the observed mean 0.25
     assert bench.verdict({"map_elites": runs(0.9, 0.7), "independent": runs(0.5, 0.6)}) == \
-        "best: map_elites (mean best 0.800), +0.250 over independent (0.550)"
+        ("best: map_elites (mean best 0.800), +0.250 over independent (0.550); P(map_elites > independent) = 1.00; "
+         "permutation test (paired over search seeds 0, 1): p = 0.50: within noise (pairs this few cannot reach "
+         "p < 0.05)")  # fmt: skip
+    # one run each: the two bests' intervals over their seed's 100 episodes
+    (a_lo, a_hi), (b_lo, b_hi) = success_interval([0.8], 100), success_interval([0.5], 100)
+    assert b_hi < a_lo
     assert bench.verdict({"greedy": runs(0.4), "mcts": runs(0.5), "independent": runs(0.8)}) == \
-        "best: independent (mean best 0.800), +0.300 over the best other strategy, mcts (0.500)"
+        ("best: independent (mean best 0.800), +0.300 over the best other strategy, mcts (0.500); one run each, so "
+         f"the search's own spread is unknown; the bests' intervals [{a_lo:.2f}, {a_hi:.2f}] and [{b_lo:.2f}, "
+         f"{b_hi:.2f}] do not overlap: a difference beyond the training noise")  # fmt: skip
     assert bench.verdict({"greedy": runs(0.4)}) == "best: greedy (mean best 0.400); independent did not run, no margin"
