@@ -115,7 +115,7 @@ def test_tiny_runs_every_step_and_writes_each_record(tiny):
     device = json.loads((out / "device.json").read_text())
     assert device["backend"] == "cpu" and device["memory"] is None and device["checked_obs_dim"] == 30
     batched = json.loads((out / "batched.json").read_text())
-    assert (batched["candidates"], batched["seeds"]) == (2, 2) and batched["reference"]["runs"] == 4
+    assert (batched["candidates"], batched["seeds"]) == (2, 1) and batched["reference"]["runs"] == 2
     evolve = json.loads((out / "evolve.json").read_text())
     assert [it["iteration"] for it in evolve["iterations"]] == [0, 1]
 
