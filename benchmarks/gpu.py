@@ -47,7 +47,7 @@ STEPS = (
 )
 INSTALL_S = 25  # the install line before this script (wheels and the project into /tmp/site)
 BUDGET_S = 570  # the steps' share of a 600 s device command, leaving its install and exit
-TINY_BUDGET_S = 1800  # --tiny on a 2-core CPU: compiles dominate (about 12 minutes here)
+TINY_BUDGET_S = 1800  # --tiny on a 2-core CPU: compiles dominate (about 15 minutes here, MJX most)
 
 # Tiny sizes: the paper preset's code path (GRU, paper PPO) at a size a CPU trains in seconds.
 TINY_PAPER = {"num_envs": 16, "minibatches": 2, "gru_encoder": (16, 16), "gru_action_embed": 4, "gru_hidden": 16,
