@@ -124,8 +124,11 @@ def program_path(task: str, programs: pathlib.Path | None) -> pathlib.Path:
     return interfaces.path(task)
 
 
-def run_ours(task_name: str, program: pathlib.Path, seeds: int, steps: int) -> dict[str, Any]:
-    """Our paper preset: success per seed (seeds 0..seeds-1), the steps trained, wall s."""
+def run_ours(
+    task_name: str, program: pathlib.Path, seeds: int, steps: int, overrides: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Our paper preset (with PPOConfig ``overrides``, if any): success per seed (seeds
+    0..seeds-1), the steps trained, wall s."""
     import numpy as np
 
     import limen_jax as lj
@@ -133,7 +136,7 @@ def run_ours(task_name: str, program: pathlib.Path, seeds: int, steps: int) -> d
     from limen_jax.rl import PPOConfig, train_batch
 
     task = lj.make(task_name)
-    config = PPOConfig.preset(task.name, "paper")
+    config = PPOConfig.preset(task.name, "paper").replace(**(overrides or {}))
     iface = compile_interface(program.read_text(encoding="utf-8"), task, name=program.stem)
     start = time.perf_counter()
     result = train_batch(task, [iface], seeds=list(range(seeds)), total_steps=steps, config=config)

@@ -1,6 +1,6 @@
 """The evolution run's configuration: nested frozen dataclasses, presets, strict loading.
 
-``EvolveConfig.preset_for(task, "cpu" | "paper")`` gives the task's budgets (``Task.budgets``); any field can be
+``EvolveConfig.preset_for(task, "cpu" | "paper" | "gpu")`` gives the task's budgets (``Task.budgets``); any field can be
 overridden with ``dataclasses.replace`` or from a dict (unknown keys are an error, so a
 typo in a config file never silently runs the default).
 """
@@ -159,10 +159,10 @@ class EvolveConfig:
         """The budgets of ``preset`` for ``task``; ``overrides`` are top-level fields."""
         # the task owns its budgets (Task.budgets); an unknown name gets the defaults
         from limen_jax.registry import task_facts
-        from limen_jax.task import DEFAULT_BUDGETS, Task
+        from limen_jax.task import PRESETS, Task
 
-        if preset not in DEFAULT_BUDGETS:
-            raise ValueError(f"unknown preset {preset!r}; expected cpu or paper")
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
         facts = task_facts(task) or Task
         b = facts.budget(preset)
         cfg = cls(

@@ -31,7 +31,8 @@ if TYPE_CHECKING:  # the offline mutator's data: loaded by the search, never by 
     from limen_jax.catalog import Catalog
 
 __all__ = [
-    "ActionSpace", "Box", "Budget", "DEFAULT_BUDGETS", "Discrete", "Task", "TaskState", "Transition",
+    "GPU_CANDIDATES", "GPU_ITERATIONS", "PRESETS", "ActionSpace", "Box", "Budget", "DEFAULT_BUDGETS", "Discrete",
+    "Task", "TaskState", "Transition",
     "describe", "families", "make", "register", "register_family", "registered_tasks",
 ]  # fmt: skip
 
@@ -103,6 +104,12 @@ DEFAULT_BUDGETS: Mapping[str, Budget] = {
     "paper": Budget(full_steps=2_000_000, short_steps=1_000_000, threshold=0.02, iterations=30, candidates=1, seeds=3),
     "cpu": Budget(full_steps=16_000, iterations=2, candidates=2, seeds=2),
 }
+# "gpu": the paper's PPO settings and cascade, with 8 candidates per batch (the paper's one
+# leaves the batched trainer idle): 10 iterations x 8 = 80 programs in 10 batches, against
+# the paper's 30 programs in 30. 8 x 3 seeds x 8,192 envs is the batch benchmarks/gpu.py
+# measures (peak memory included) on an 80 GB GPU.
+GPU_CANDIDATES, GPU_ITERATIONS = 8, 10
+PRESETS = ("cpu", "paper", "gpu")
 
 
 class TaskState(struct.PyTreeNode):
@@ -139,9 +146,10 @@ class Task(abc.ABC):
 
     ppo_presets: ``{"cpu": {...}, "paper": {...}}``, each a dict of
         ``limen_jax.rl.PPOConfig`` field values (what ``PPOConfig.preset`` returns); a
-        missing kind means PPOConfig's defaults.
+        missing kind means PPOConfig's defaults ("gpu" falls back to "paper").
     budgets: ``{"cpu": Budget, "paper": Budget}``; a missing kind means
-        :data:`DEFAULT_BUDGETS`.
+        :data:`DEFAULT_BUDGETS`; a missing "gpu" is the task's paper budget with
+        ``GPU_CANDIDATES`` candidates over ``GPU_ITERATIONS`` iterations.
     reward_ast_bin_width: the width, in AST nodes, of the archive's reward-size bins
         (``limen_jax.archive.GridSpec``; 20 bins, the last open-ended). The default 25
         spans 0-474 nodes; a task whose reward programs are larger declares a wider bin
@@ -167,14 +175,18 @@ class Task(abc.ABC):
 
     @classmethod
     def ppo_preset(cls, kind: str) -> dict[str, Any]:
-        """PPOConfig field values of preset ``kind`` ("cpu" or "paper")."""
+        """PPOConfig field values of preset ``kind`` ("cpu", "paper" or "gpu")."""
+        if kind == "gpu" and "gpu" not in cls.ppo_presets:
+            kind = "paper"
         return dict(cls.ppo_presets.get(kind, {}))
 
     @classmethod
     def budget(cls, kind: str) -> Budget:
-        """The evolve budget of preset ``kind`` ("cpu" or "paper")."""
-        if kind not in DEFAULT_BUDGETS:
-            raise ValueError(f"unknown preset {kind!r}; expected cpu or paper")
+        """The evolve budget of preset ``kind`` ("cpu", "paper" or "gpu")."""
+        if kind not in PRESETS:
+            raise ValueError(f"unknown preset {kind!r}; expected one of {', '.join(PRESETS)}")
+        if kind == "gpu" and "gpu" not in cls.budgets:
+            return dataclasses.replace(cls.budget("paper"), candidates=GPU_CANDIDATES, iterations=GPU_ITERATIONS)
         return cls.budgets.get(kind, DEFAULT_BUDGETS[kind])
 
     def with_params(self, **params: float) -> Task:

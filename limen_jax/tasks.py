@@ -11,7 +11,7 @@ import sys
 
 from limen_jax.cli_errors import report_bugs
 from limen_jax.registry import describe, factory_for, families, make, registered_tasks, task_facts, task_problem
-from limen_jax.task import Task
+from limen_jax.task import PRESETS, Task
 
 
 def _plain(text: str | None) -> str:
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {task_problem(args.budgets, exc)}", file=sys.stderr)
             return 2
         facts = task_facts(args.budgets) or Task  # as EvolveConfig.preset_for reads them
-        for preset in ("cpu", "paper"):
+        for preset in PRESETS:
             print(f"{preset}: {facts.budget(preset).summary()}")
         return 0
     if args.context:

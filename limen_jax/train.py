@@ -49,9 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed-offset", type=int, default=0, help="the first seed (default 0)")
     p.add_argument("--steps", type=int, default=None,
                    help="env steps per seed (default: the task's full budget at --preset paper, else 1,000,000)")
-    p.add_argument("--preset", default="cpu", choices=["cpu", "paper"],
+    p.add_argument("--preset", default="cpu", choices=["cpu", "paper", "gpu"],
                    help="the task's PPO hyperparameters (and --steps default) for a CPU or for the paper's GPU runs "
-                        "(default cpu)")
+                        "(gpu: the paper's; default cpu)")
     p.add_argument("--ppo", nargs="*", default=[], metavar="KEY=VALUE", help="PPOConfig overrides")
     p.add_argument("--rollout", default="auto", choices=["auto", "split", "fused"],
                    help="fused: compile the rollout with the program inside (faster steps, a few seconds more "
@@ -131,7 +131,7 @@ def _default_steps(task: Any, preset: str) -> int:
     from limen_jax.registry import task_facts
 
     facts = task_facts(task.name)
-    if preset == "paper" and facts is not None and "paper" in facts.budgets:
+    if preset in ("paper", "gpu") and facts is not None and "paper" in facts.budgets:
         return int(facts.budget("paper").full_steps)
     return 1_000_000
 

@@ -47,4 +47,6 @@ def test_tasks_prints_a_tasks_budgets():
                          text=True, timeout=120)
     assert (out.returncode, out.stdout) == (0, "cpu: 3 iterations of 3 candidates, 2 seeds, 150,000 steps, "
                                                "no short run\npaper: 30 iterations of 1 candidate, 3 seeds, 500,000 "
-                                               "short (threshold 0.05) / 1,000,000 full steps\n"), out.stderr
+                                               "short (threshold 0.05) / 1,000,000 full steps\ngpu: 10 iterations of 8 "
+                                               "candidates, 3 seeds, 500,000 short (threshold 0.05) / 1,000,000 full "
+                                               "steps\n"), out.stderr
