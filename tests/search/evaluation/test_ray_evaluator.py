@@ -32,13 +32,13 @@ from limen_jax.interface import Interface, default_interface, placeholder_interf
 from limen_jax.policies import keep_policies, policy_dir
 from limen_jax.program import compile_interface
 from limen_jax.rl import PPOConfig
-from limen_jax.search import rda_text
 from limen_jax.search.evaluation.episodes import episode_log
 from limen_jax.search.evaluation.evaluator import InProcessEvaluator
 from limen_jax.search.evaluation.jobs import Budget, EvalBatch, EvalJob, merge_batches, split_job
 from limen_jax.search.evaluation.kind_registry import JobContext, evaluation_kind, register_evaluation
 from limen_jax.search.evaluation.remote import job_from_wire, job_to_wire
 from limen_jax.search.faults import is_engine_error
+from limen_jax.search.strategies import rda_text
 
 ray = pytest.importorskip("ray")
 
