@@ -26,7 +26,7 @@ import tempfile
 _RUN = """
 import json, sys, time
 import limen_jax as lj
-from limen_jax.search.evaluator import InProcessEvaluator
+from limen_jax.search.evaluation.evaluator import InProcessEvaluator
 
 class InTurn(InProcessEvaluator):
     prepare = None  # the loop looks it up: None means nothing is compiled ahead

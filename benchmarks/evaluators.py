@@ -59,7 +59,7 @@ def main() -> None:
     n_here = judged(here)
     print(f"in-process: {n_here} programs in {here_s:.1f} s: {3600 * n_here / here_s:,.0f} programs/h", flush=True)
 
-    from limen_jax.search.ray_evaluator import RayEvaluator
+    from limen_jax.search.evaluation.ray_evaluator import RayEvaluator
 
     t = time.perf_counter()
     evaluator = RayEvaluator(actors=args.actors, cpus_per_actor=1, split=args.split)

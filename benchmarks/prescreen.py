@@ -1,7 +1,7 @@
 """What the demos pre-screen saves: ranking accuracy of known rewards, then searches with
 and without ``--prescreen demos`` (issue 30's Measure).
 
-1. Ranking accuracy A (limen_jax.search.demos) of the reference interfaces' rewards
+1. Ranking accuracy A (limen_jax.search.evaluation.demo_ranking) of the reference interfaces' rewards
    (envs/interfaces/), the sparse reward and deliberately hackable ones (one paid for
    holding the object forever, one for spinning) on xland_medium and xland_hard: 16
    expert and 16 random episodes.
@@ -41,7 +41,7 @@ def ranking(task_name: str, episodes: int) -> dict[str, float]:
     from limen_jax import demos
     from limen_jax.interface import default_interface
     from limen_jax.program import compile_interface
-    from limen_jax.search.demos import demo_rewards, ranking_accuracy
+    from limen_jax.search.evaluation.demo_ranking import demo_rewards, ranking_accuracy
     from limen_jax.task import make
 
     task = make(task_name)

@@ -46,7 +46,7 @@ from typing import Any
 import limen_jax as lj
 from limen_jax.compare import comparisons, load_run, noise, strategy_table, summarise, table
 from limen_jax.config import EvolveConfig
-from limen_jax.search.registry import check_options, strategy_class
+from limen_jax.search.strategy_registry import check_options, strategy_class
 
 DEFAULT_STRATEGIES = ("map_elites", "eureka", "mcts", "forge", "portfolio", "independent")
 QUICK = {"initial": 3, "candidates": 3, "programs": 9, "steps": 300_000, "train_seeds": 1}

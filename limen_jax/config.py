@@ -58,19 +58,19 @@ class SearchConfig:
     # follows the recorded run. The resolved value is what config.json keeps.
     pipeline: str = "auto"
     # "demos[:threshold]": reject reward programs that rank demonstrations worse than the
-    # threshold before training them (limen_jax/search/prescreen.py); None: off
+    # threshold before training them (limen_jax/search/evaluation/prescreen.py); None: off
     prescreen: str | None = None
     # a demonstration set (.npz, limen_jax/demos.py) to rank reward programs on, instead
     # of the task's scripted expert and random play
     demos: str | None = None
 
     def __post_init__(self) -> None:
-        from limen_jax.search.prescreen import parse_prescreen
+        from limen_jax.search.evaluation.prescreen import parse_prescreen
 
         parse_prescreen(self.prescreen)  # a malformed value: ValueError
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        from limen_jax.search.registry import check_options
+        from limen_jax.search.strategy_registry import check_options
 
         if not isinstance(self.options, dict):
             raise ValueError(f"search.options must be a mapping of option names to values, got {self.options!r}")

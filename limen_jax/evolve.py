@@ -45,7 +45,7 @@ def evolve(
     config: an EvolveConfig, a dict of overrides on the CPU preset, or None.
     mutator: any object with ``propose(MutationRequest) -> MutationResponse``;
         by default chosen by ``config.llm.mutator``.
-    evaluator: a :class:`limen_jax.search.evaluator.Evaluator` (``submit(job) -> Future``,
+    evaluator: a :class:`limen_jax.search.evaluation.evaluator.Evaluator` (``submit(job) -> Future``,
         ``close()``); by default the in-process batched cascade.
     strategy: a strategy object (:class:`limen_jax.search.Strategy`) to run instead of the
         configured one; ``config.search.strategy`` becomes its name. To resume its run,
@@ -210,7 +210,7 @@ def check_flags(args: argparse.Namespace) -> None:
     if args.evaluator != "ray" and (args.ray_address is not None or args.ray_actors is not None):
         raise ValueError("--ray-address and --ray-actors need --evaluator ray")
     if args.evaluator == "ray":
-        from limen_jax.search.ray_evaluator import check_settings
+        from limen_jax.search.evaluation.ray_evaluator import check_settings
 
         check_settings(args.ray_address, args.ray_actors)
     if args.resume and args.run_dir:
@@ -222,7 +222,7 @@ def make_evaluator(args: argparse.Namespace) -> Any:
     if args.evaluator != "ray":
         return None
     try:
-        from limen_jax.search.ray_evaluator import RayEvaluator
+        from limen_jax.search.evaluation.ray_evaluator import RayEvaluator
     except ImportError as exc:
         raise ValueError(f"--evaluator ray needs Ray: pip install 'limen_jax[ray]' ({exc})") from None
     return RayEvaluator(args.ray_address, actors=args.ray_actors)

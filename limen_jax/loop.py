@@ -2,18 +2,18 @@
 
 The loop does only I/O: it asks the strategy for a batch of requests
 (:mod:`limen_jax.search.requests`), carries out their asks (the mutator, the checker:
-:mod:`limen_jax.ask`), submits each evaluation to the Evaluator as a job of its kind
-(:mod:`limen_jax.search.evaluations`, which also score the results), records the
+:mod:`limen_jax.run.ask`), submits each evaluation to the Evaluator as a job of its kind
+(:mod:`limen_jax.search.evaluation.kind_registry`, which also score the results), records the
 outcomes in the archive and the run directory, tells the strategy, checkpoints. With the
-pipeline on (:mod:`limen_jax.search.pipeline`), batch i+1 is proposed, asked and checked
+pipeline on (:mod:`limen_jax.run.pipeline`), batch i+1 is proposed, asked and checked
 while batch i trains; its prompts see the archive as of batch i-1, a fixed depth, so a
 resumed or replayed run makes exactly the same choices.
 
-The run's parts live beside it: its mutator (:mod:`limen_jax.llm.run_mutator`), its
-demonstrations (:mod:`limen_jax.search.run_demos`), a batch's jobs
-(:mod:`limen_jax.search.batch_jobs`), the signals that stop it
-(:mod:`limen_jax.search.interrupts`), what it prints and leaves
-(:mod:`limen_jax.search.outputs`), which config keys a resume may change
+The run's parts live beside it: its mutator (:mod:`limen_jax.run.run_mutator`), its
+demonstrations (:mod:`limen_jax.run.run_demos`), a batch's jobs
+(:mod:`limen_jax.run.batch_jobs`), the signals that stop it
+(:mod:`limen_jax.run.interrupts`), what it prints and leaves
+(:mod:`limen_jax.run.outputs`), which config keys a resume may change
 (:data:`limen_jax.config.RESUMABLE`).
 """
 
@@ -30,22 +30,22 @@ from typing import Any
 
 import numpy as np
 
-from limen_jax.ask import Child, Prepared, ask_and_check
 from limen_jax.config import EvolveConfig, resume_changes
-from limen_jax.llm.run_mutator import RunMutator, settle_auto
 from limen_jax.modes import program_mode, strategy_for
 from limen_jax.progress import Progress
+from limen_jax.run.ask import Child, Prepared, ask_and_check
+from limen_jax.run.batch_jobs import Submitted, jobs_for, placeholder_jobs, trains, wait_all
+from limen_jax.run.interrupts import Interrupts
+from limen_jax.run.outputs import report_lines, write_best, write_plots
+from limen_jax.run.pipeline import resolve_pipeline
+from limen_jax.run.run_demos import RunDemos
+from limen_jax.run.run_mutator import RunMutator, settle_auto
 from limen_jax.run_result import RunResult
 from limen_jax.rundir import RunDir
-from limen_jax.search.batch_jobs import Submitted, jobs_for, placeholder_jobs, trains, wait_all
-from limen_jax.search.evaluations import JobContext, evaluation_kind
-from limen_jax.search.evaluator import InProcessEvaluator
+from limen_jax.search.evaluation.evaluator import InProcessEvaluator
+from limen_jax.search.evaluation.jobs import Budget, EvalBatch
+from limen_jax.search.evaluation.kind_registry import JobContext, evaluation_kind
 from limen_jax.search.faults import Interrupted, RunStop, batch_fault
-from limen_jax.search.interrupts import Interrupts
-from limen_jax.search.jobs import Budget, EvalBatch
-from limen_jax.search.outputs import report_lines, write_best, write_plots
-from limen_jax.search.pipeline import resolve_pipeline
-from limen_jax.search.registry import make_strategy, register_strategy
 from limen_jax.search.requests import (
     Outcome,
     ProgramRequest,
@@ -54,7 +54,7 @@ from limen_jax.search.requests import (
     request_from_dict,
     request_to_dict,
 )
-from limen_jax.search.run_demos import RunDemos
+from limen_jax.search.strategy_registry import make_strategy, register_strategy
 
 
 def _asks_llm(request: Request) -> bool:
@@ -114,7 +114,7 @@ class Loop:
                 self.rd.log("config_change", keys=list(changed), values=changed)
                 self._say(f"resume: changed {', '.join(f'{k}={v}' for k, v in changed.items())}")
         self.demos.check()
-        from limen_jax.search.prescreen import parse_prescreen
+        from limen_jax.search.evaluation.prescreen import parse_prescreen
 
         self.prescreen = parse_prescreen(self.config.search.prescreen) if self.program_mode != "obs_only" else None
         if self.prescreen is not None:
@@ -312,7 +312,7 @@ class Loop:
         finally:
             self.progress.clear("ask")
         if self.prescreen is not None and prepared.stop is None:
-            from limen_jax.search.prescreen import screen
+            from limen_jax.search.evaluation.prescreen import screen
 
             for event in screen(self.prescreen, prepared.children, self._context()):
                 self.rd.log("prescreen", iteration=it, **event)
@@ -499,7 +499,7 @@ class Loop:
         self._write_plots()
 
     def _write_plots(self) -> None:
-        """The plots (:func:`~limen_jax.search.outputs.write_plots`), when a checkpoint came
+        """The plots (:func:`~limen_jax.run.outputs.write_plots`), when a checkpoint came
         since they were drawn (and once per process). Drawn after the next batch is
         submitted, not before: matplotlib (~1 s to import, ~0.5 s a redraw) must not hold
         the next batch back."""

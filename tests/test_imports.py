@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SEARCH_SIDE = ("limen_jax.search", "limen_jax.llm", "limen_jax.archive", "limen_jax.loop", "limen_jax.ask",
+# "limen_jax.run." with its dot: limen_jax.run_result and limen_jax.rundir are no part of it
+SEARCH_SIDE = ("limen_jax.search", "limen_jax.llm", "limen_jax.archive", "limen_jax.loop", "limen_jax.run.",
                "limen_jax.config", "limen_jax.evolve")
 
 

@@ -4,17 +4,16 @@
   evaluations) and the :class:`Outcome` it is told;
 - :mod:`limen_jax.search.base`: :class:`Strategy` (propose a batch from a read-only
   :class:`SearchView`, be told its outcomes), request builders;
-- :mod:`limen_jax.search.registry`: strategies by name (entry points), their options;
-- :mod:`limen_jax.search.strategies`: ``map_elites``, ``greedy``, ``independent``, ``sparse``;
-- :mod:`limen_jax.search.evaluations`: evaluation kinds (``ppo``, ``retrain``, ...);
-- :mod:`limen_jax.search.evaluator`: :class:`Evaluator` (submit a job, get a future of
-  its results), the in-process one by default; :mod:`limen_jax.search.jobs` the data;
-- :mod:`limen_jax.search.faults`: whose fault a failure is, and what stops a run;
-- the loop's own parts (:mod:`limen_jax.loop`): :mod:`~limen_jax.search.batch_jobs`,
-  :mod:`~limen_jax.search.run_demos`, :mod:`~limen_jax.search.interrupts`,
-  :mod:`~limen_jax.search.outputs`, :mod:`~limen_jax.search.pipeline`.
-"""
+- :mod:`limen_jax.search.sections`: a strategy's own section in a standard prompt;
+- :mod:`limen_jax.search.strategy_registry`: strategies by name (entry points), their options;
+- :mod:`limen_jax.search.strategies`: the shipped strategies, one module each
+  (``map_elites``, ``greedy``, ``independent``, ``sparse`` in :mod:`~limen_jax.search.strategies.basic`);
+- :mod:`limen_jax.search.evaluation`: evaluation kinds (``ppo``, ``retrain``, ...), the
+  jobs as data and the evaluators that run them (in process, on Ray);
+- :mod:`limen_jax.search.faults`: whose fault a failure is, and what stops a run.
 
+The loop's own parts are in :mod:`limen_jax.run`.
+"""
 from __future__ import annotations
 
 from limen_jax.search.base import (
@@ -26,9 +25,9 @@ from limen_jax.search.base import (
     blamed_on_program,
     evaluate,
 )
-from limen_jax.search.registry import make_strategy, register_strategy, strategy_names
 from limen_jax.search.requests import EvalRequest, Outcome, ProgramRequest, Request, TextRequest
-from limen_jax.search.strategies import Greedy, Independent, MapElites, Sparse
+from limen_jax.search.strategies.basic import Greedy, Independent, MapElites, Sparse
+from limen_jax.search.strategy_registry import make_strategy, register_strategy, strategy_names
 
 __all__ = [
     "EvalRequest",

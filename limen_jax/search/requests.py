@@ -14,7 +14,7 @@ per request:
   spend cap, cache and replay; the offline mutator answers each role deterministically.
 - :class:`EvalRequest`: evaluate programs already in the store with a named evaluation
   kind (``retrain``: fresh seeds at the full budget; see
-  :mod:`limen_jax.search.evaluations`).
+  :mod:`limen_jax.search.evaluation.kind_registry`).
 
 Every request's ``rng_seed`` is drawn from the batch's Generator, so a resumed or replayed
 run asks exactly the same questions; ``tag`` is the strategy's own plain data (a tree

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from limen_jax.compare import load_run, noise, summarise
-from limen_jax.search.registry import check_options
+from limen_jax.search.strategy_registry import check_options
 from limen_jax.stats import success_interval
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "strategies.py"

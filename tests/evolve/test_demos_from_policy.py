@@ -13,7 +13,7 @@ from limen_jax import demos
 from limen_jax.demos import main as demos_main
 from limen_jax.interface import default_interface
 from limen_jax.program import compile_interface
-from limen_jax.search.demos import demo_rewards, ranking_accuracy
+from limen_jax.search.evaluation.demo_ranking import demo_rewards, ranking_accuracy
 from limen_jax.train import main as train_main
 
 REFERENCE = '''

@@ -329,7 +329,7 @@ class Remote:
     def submit(self, job):
         import concurrent.futures as cf
 
-        from limen_jax.search.jobs import EvalBatch
+        from limen_jax.search.evaluation.jobs import EvalBatch
 
         self.jobs.append(([i.name for i in job.interfaces], list(job.seeds), job.budget))
         future = cf.Future()
@@ -397,7 +397,7 @@ def test_the_default_evaluator_compiles_ahead_in_order_and_close_waits_for_it(mo
     compile in flight, close(wait=False) (Ctrl-C) does not."""
     import time
 
-    import limen_jax.search.evaluator as evaluator_mod
+    import limen_jax.search.evaluation.evaluator as evaluator_mod
 
     started, release, done = threading.Event(), threading.Event(), []
 
@@ -427,7 +427,7 @@ def test_the_default_evaluator_compiles_ahead_in_order_and_close_waits_for_it(mo
 
 
 def test_ctrl_c_leaves_without_waiting_for_a_compile_ahead(fake_training, tmp_path, monkeypatch):
-    import limen_jax.search.evaluator as evaluator_mod
+    import limen_jax.search.evaluation.evaluator as evaluator_mod
 
     closed = []
     monkeypatch.setattr(evaluator_mod.InProcessEvaluator, "close", lambda self, wait=True: closed.append(wait))
@@ -516,7 +516,7 @@ class SlowEvaluator(Remote):
     def submit(self, job):
         import time
 
-        from limen_jax.search.jobs import EvalBatch
+        from limen_jax.search.evaluation.jobs import EvalBatch
 
         def work():
             time.sleep(self.seconds)

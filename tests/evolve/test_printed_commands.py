@@ -1,7 +1,7 @@
 """The commands the tool prints as hints run as printed (tests/test_readme_commands.py runs
 the README's): the resume command after a run stops, the flags a missing API key suggests, and
 the rollout command train prints after saving its policies. (The resume command of an
-interrupt is run by tests/evolve/test_signals.py, best_interface.py's "Train it:" line by
+interrupt is run by tests/run/test_signals.py, best_interface.py's "Train it:" line by
 tests/evolve/test_evolve.py.)"""
 
 from __future__ import annotations

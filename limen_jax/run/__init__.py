@@ -1,0 +1,10 @@
+"""What one search run needs beside the loop (:mod:`limen_jax.loop`).
+
+- :mod:`~limen_jax.run.ask`: the LLM and the checker, per request;
+- :mod:`~limen_jax.run.run_mutator`: the run's mutator and what it has cost;
+- :mod:`~limen_jax.run.run_demos`: the run's demonstrations;
+- :mod:`~limen_jax.run.batch_jobs`: a batch's evaluation jobs as the loop hands them over;
+- :mod:`~limen_jax.run.pipeline`: whether the next batch is asked while this one trains;
+- :mod:`~limen_jax.run.interrupts`: the signals that stop a run at a safe point;
+- :mod:`~limen_jax.run.outputs`: what a run prints and leaves.
+"""
