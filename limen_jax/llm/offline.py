@@ -183,10 +183,10 @@ class OfflineMutator:
     # from scratch without a parent, else 1..max_ops edits with a 30 % chance of crossing
     # over with one of the others.
     PROGRAM_OPERATORS: dict[str, str] = {
-        # RF-Agent's expansion actions (limen_jax.search.mcts)
+        # RF-Agent's expansion actions (limen_jax.search.strategies.mcts)
         "m1_restructure": "restructure", "m2_retune": "retune", "c3_crossover": "cross",
         "r4_reason": "cross", "d5_diverge": "diverge",
-        # RDA's programs (limen_jax.search.rda) and FORGE's engineer (limen_jax.search.forge)
+        # RDA's programs (limen_jax.search.strategies.rda) and FORGE's engineer (limen_jax.search.strategies.forge)
         "rda_initial": "_rda_initial", "rda_rewrite": "_rda_rewrite", "combine": "combine",
     }
     # Operators that read what the prompt names (forge's planned component), called as

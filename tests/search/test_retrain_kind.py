@@ -7,8 +7,8 @@ import types
 import numpy as np
 
 from limen_jax.rl import PPOConfig
-from limen_jax.search.jobs import Budget
-from limen_jax.search.kinds import JobContext, Retrain
+from limen_jax.search.evaluation.jobs import Budget
+from limen_jax.search.evaluation.training_kinds import JobContext, Retrain
 
 
 def test_retrain_records_the_interval_over_seeds_and_evaluation_episodes() -> None:
