@@ -3,7 +3,7 @@
 import pytest
 
 from limen_jax.config import EvolveConfig, SearchConfig
-from limen_jax.evolve import _parser, config_from_args
+from limen_jax.run.cli import _parser, config_from_args
 
 
 def test_presets_follow_the_paper_and_cpu_budgets():

@@ -17,7 +17,7 @@ from test_forge import scored, view_of
 
 import limen_jax as lj
 from limen_jax.archive import ProgramRecord, program_id
-from limen_jax.evolve import resume
+from limen_jax.run.start import resume
 from limen_jax.search import StrategyBase, ask_program, ask_text, evaluate, register_strategy, strategy_names
 from limen_jax.search.portfolio import DEFAULT_MEMBERS, Portfolio, _loads, improvements_of, ucb_slots
 from limen_jax.search.requests import Outcome, ProgramRequest, TextRequest
@@ -129,7 +129,7 @@ def test_members_that_reuse_ids_and_unknown_members_are_errors():
 
 
 def test_members_take_their_own_options_checked_against_their_options_classes():
-    from limen_jax.evolve import _parser, config_from_args
+    from limen_jax.run.cli import _parser, config_from_args
     from limen_jax.search.forge import Forge
     from limen_jax.search.mcts import TreeSearch
     from limen_jax.search.registry import check_options, make_strategy

@@ -13,9 +13,9 @@ from toy_task import ToyCorridor
 from limen_jax.archive import Archive, ArchiveConfig, ProgramRecord
 from limen_jax.ask import thought_of
 from limen_jax.config import EvolveConfig, SearchConfig
-from limen_jax.evolve import _parser, config_from_args, main, parse_sets
 from limen_jax.llm import MutationRequest
 from limen_jax.llm.offline import OfflineMutator
+from limen_jax.run.cli import _parser, config_from_args, main, parse_sets
 from limen_jax.search import (
     EvalRequest,
     MapElites,

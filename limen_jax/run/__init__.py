@@ -1,0 +1,1 @@
+"""What one run needs beside the loop: its state, where it starts, how a batch is recorded."""
