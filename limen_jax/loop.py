@@ -8,15 +8,15 @@ directory, tells the strategy, checkpoints. With the pipeline on, batch i+1 is p
 asked and checked while batch i trains; its prompts see the archive as of batch i-1, a
 fixed depth, so a resumed or replayed run makes exactly the same choices.
 
-What the run carries between batches is a :class:`~limen_jax.run.state.RunState`
-(opened by :func:`~limen_jax.run.state.open_run`); the run starts in
-:mod:`limen_jax.run.start`.
+It carries a :class:`~limen_jax.run.state.RunState` between batches (opened by
+:func:`~limen_jax.run.state.open_run`); a run starts in :mod:`limen_jax.run.start`.
 """
 
 from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +26,16 @@ from limen_jax.ask import Prepared, ask_and_check, asks_llm
 from limen_jax.config import EvolveConfig
 from limen_jax.progress import Progress
 from limen_jax.run.interfaces import prefetch_check_sample, stored_interface
-from limen_jax.run.record import batch_outcomes, engine_fault, policies_to_keep, score_batch
+from limen_jax.run.record import batch_outcomes, policies_to_keep, score_batch
 from limen_jax.run.state import RunState, job_context, kept_policies, open_run, search_view
 from limen_jax.run.timing import batch_timing
-from limen_jax.run.writes import keep_trained_policies, store_record, write_checkpoint
+from limen_jax.run.writes import keep_trained_policies, store_record, write_checkpoint, write_trainable
 from limen_jax.run_result import RunResult
 from limen_jax.rundir import RunDir
 from limen_jax.search.batch_jobs import Submitted, jobs_for, placeholder_jobs, trains, wait_all
 from limen_jax.search.evaluations import evaluation_kind
 from limen_jax.search.evaluator import Evaluator, InProcessEvaluator
-from limen_jax.search.faults import Interrupted, RunStop
+from limen_jax.search.faults import Interrupted, RunStop, batch_fault
 from limen_jax.search.interrupts import Interrupts
 from limen_jax.search.jobs import EvalBatch
 from limen_jax.search.outputs import report_lines, write_best, write_plots
@@ -47,9 +47,9 @@ def run_loop(config: EvolveConfig, rd: RunDir, task: Any, *, mutator: Any, evalu
     """Open the run in ``rd`` (restored or new) and run it to its end or a stop."""
     interrupts = Interrupts(handle_signals)
     with interrupts.installed():
-        say = Loop.printer(verbose)
+        say = (lambda text: print(text, flush=True)) if verbose else (lambda text: None)
         state = open_run(config, rd, task, mutator=mutator, allow_changes=allow_changes, say=say)
-        return Loop(state, rd, evaluator, interrupts, verbose).run()
+        return Loop(state, rd, evaluator, interrupts, Progress(verbose), say).run()
 
 
 class Loop:
@@ -57,23 +57,16 @@ class Loop:
     or None for an in-process one the loop owns."""
 
     def __init__(self, state: RunState, rd: RunDir, evaluator: Evaluator | None, interrupts: Interrupts,
-                 verbose: bool) -> None:
-        self.s, self.rd, self.interrupts = state, rd, interrupts
+                 progress: Progress, say: Callable[[str], None]) -> None:
+        self.s, self.rd, self.interrupts, self.progress, self.say = state, rd, interrupts, progress, say
         self.owns_evaluator = evaluator is None
         self.evaluator: Evaluator = evaluator if evaluator is not None else InProcessEvaluator()
-        self.progress = Progress(verbose)
-        self.say = self.printer(verbose)
         self.ctx = job_context(state, Path(rd.path))
 
-    @staticmethod
-    def printer(verbose: bool) -> Any:
-        return (lambda text: print(text, flush=True)) if verbose else (lambda text: None)
-
     def run(self) -> RunResult:
-        s, total = self.s, self.s.iterations + 1
+        s, total, it = self.s, self.s.iterations + 1, self.s.start
         stopped, complete, interrupted = "finished", True, None
         try:
-            it = s.start
             # a resumed run that its strategy (or its program budget) had already stopped stays stopped
             reason = self._done(it) if 0 < it < total else None
             stopped = f"finished early: {reason}" if reason else stopped
@@ -123,15 +116,14 @@ class Loop:
                     usage=s.mutator.usage())
         return result
 
-    def _close(self, wait: bool) -> None:
+    def _close(self, wait: bool) -> None:  # an evaluator handed in is closed by its owner
         if self.owns_evaluator:
             self.evaluator.close(wait=wait)
             self.owns_evaluator = False
 
     def _first(self, it: int) -> Prepared:
-        """The first batch of this process: proposed (unless restored), then, when it asks
-        for programs, the check sample and the first compile are started before it is
-        asked, so that they overlap the LLM."""
+        """The first batch of this process (proposed unless restored); the check sample and
+        the first compile start before it is asked, to overlap the LLM."""
         s = self.s
         requests = s.pending if s.pending is not None else self._propose(it)
         asked = [r for r in requests if isinstance(r, ProgramRequest) and r.source == "llm"]
@@ -166,7 +158,7 @@ class Loop:
                 answered[0] += 1
                 self.progress.set("ask", f"iter {it}: {answered[0]}/{asks} answered, checking", announce=False)
 
-        if asks:
+        if asks:  # what the live status says until the answers are in
             self.progress.set("ask", f"iter {it}: asking for {asks} answer(s)")
         try:
             prepared = ask_and_check(requests, mutator=s.mutator.get, task=s.task, mode=s.mode,
@@ -186,16 +178,12 @@ class Loop:
         """Write the trainable children, submit their jobs and the batch's eval requests;
         returns them and when training began."""
         s = self.s
-        for child in prepared.trainable:
-            r, iface = child.record, child.interface
-            self.rd.write_program(r.id, r.code)
-            self.rd.write_artifacts(r.id, {"obs": iface.obs_artifact, "reward": iface.reward_artifact})
-            self.rd.log("program", id=r.id, obs_dim=r.obs_dim, reward_ast_size=r.reward_ast_size)
+        write_trainable(self.rd, prepared.trainable)
         out = [Submitted(kind, job, self.evaluator.submit(job), children=cs)
                for kind, cs, job in jobs_for(prepared.trainable, self.ctx)]
-        n, t0, seeds, steps = len(prepared.trainable), time.time(), s.config.search.seeds, s.config.cascade.full_steps
+        n, it, t0, seeds = len(prepared.trainable), prepared.iteration, time.time(), s.config.search.seeds
         if n:
-            it = prepared.iteration
+            steps = s.config.cascade.full_steps
             self.progress.set("train", lambda: self.progress.training_text(it, n, seeds, steps, time.time() - t0))
         for request in prepared.evals:
             records = [s.archive.store.get(i) for i in request.program_ids]
@@ -215,7 +203,7 @@ class Loop:
                 self.evaluator.prepare(job)
 
     def _wait(self, submitted: list[Submitted], n: int, t0: float) -> list[EvalBatch]:
-        """Every job's results (the live status counts the seconds since they were submitted)."""
+        """Every job's results (the live status counts the seconds since ``t0``)."""
         try:
             out = wait_all(submitted)
         finally:
@@ -230,9 +218,9 @@ class Loop:
         for sub, batch in zip(submitted, batches):
             if batch.batch_error:
                 self.rd.log("batch_error", iteration=it, kind=sub.kind, message=batch.batch_error)
-        fault = engine_fault(batches)
-        if fault is not None:
-            raise RunStop("engine", f"training failed in the engine: {fault}")
+            fault = batch_fault(batch.results)
+            if fault is not None:
+                raise RunStop("engine", f"training failed in the engine: {fault}")
         scored = score_batch(submitted, batches)
         for demos, round_ in scored.demos:
             s.demos.extend(demos, round_)
@@ -255,9 +243,8 @@ class Loop:
             self.say(line)
 
     def _write_plots(self) -> None:
-        """The plots, when a checkpoint came since they were drawn (and once per process).
-        Drawn after the next batch is submitted: matplotlib (~1 s to import, ~0.5 s a
-        redraw) must not hold the next batch back."""
+        """The plots, when a checkpoint came since they were drawn (and once per process);
+        called after the next batch is submitted, which matplotlib must not hold back."""
         if self.s.plots_due:
             self.s.plots_due = False
             write_plots(self.rd.path, self.s.archive, self.s.task.name, self.s.config.search.mode)

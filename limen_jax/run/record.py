@@ -1,9 +1,9 @@
 """Recording a batch's outcomes, as functions of what came back (no loop needed).
 
-:func:`engine_fault` says whether a batch's results are the engine's failure;
 :func:`score_batch` writes every result into its record by its evaluation kind and
 collects what the loop then writes and tells (:class:`Scored`); :func:`batch_outcomes`
-is what the strategy is told; :func:`policies_to_keep` the trained policies there are to keep.
+is what the strategy is told; :func:`policies_to_keep` the trained policies there are
+to keep.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 from limen_jax.ask import Child, Prepared
 from limen_jax.search.batch_jobs import Submitted
 from limen_jax.search.evaluations import evaluation_kind
-from limen_jax.search.faults import batch_fault
 from limen_jax.search.jobs import EvalBatch
 from limen_jax.search.requests import Outcome
 
@@ -32,15 +31,6 @@ class Scored:
     events: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     demos: list[tuple[Any, int]] = dataclasses.field(default_factory=list)
     trained: list[tuple[list[Child], list[Any]]] = dataclasses.field(default_factory=list)
-
-
-def engine_fault(batches: Sequence[EvalBatch]) -> str | None:
-    """Why the batch's jobs failed in the engine, not in any program (the run stops), or None."""
-    for batch in batches:
-        fault = batch_fault(batch.results)
-        if fault is not None:
-            return fault
-    return None
 
 
 def score_batch(submitted: Sequence[Submitted], batches: Sequence[EvalBatch]) -> Scored:

@@ -1,16 +1,27 @@
-"""What recording a batch writes into the run directory: each record, the trained
-policies kept, the checkpoint."""
+"""What a batch writes into the run directory: the programs it trains, each record, the
+trained policies kept, the checkpoint."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from limen_jax.archive import ProgramRecord
+from limen_jax.ask import Child
 from limen_jax.run.state import RunState
 from limen_jax.rundir import RunDir
 from limen_jax.search.outputs import write_best
 from limen_jax.search.requests import Request, request_to_dict
+
+
+def write_trainable(rd: RunDir, children: Sequence[Child]) -> None:
+    """Write each trainable child's program and compiled artifacts before it trains, and log it."""
+    for child in children:
+        r, iface = child.record, child.interface
+        rd.write_program(r.id, r.code)
+        rd.write_artifacts(r.id, {"obs": iface.obs_artifact, "reward": iface.reward_artifact})
+        rd.log("program", id=r.id, obs_dim=r.obs_dim, reward_ast_size=r.reward_ast_size)
 
 
 def store_record(rd: RunDir, state: RunState, record: ProgramRecord) -> None:
