@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SEARCH_SIDE = ("limen_jax.search", "limen_jax.llm", "limen_jax.archive", "limen_jax.loop", "limen_jax.ask",
-               "limen_jax.config", "limen_jax.evolve")
+               "limen_jax.config", "limen_jax.evolve", "limen_jax.run")
 
 
 def loaded_after(code: str) -> list[str]:
