@@ -281,7 +281,7 @@ def step_mujoco(rec: Record, tiny: bool) -> None:
 def step_evolve(rec: Record, tiny: bool) -> None:
     import tempfile
 
-    from limen_jax.evolve import evolve
+    from limen_jax.run.start import evolve
 
     over: dict[str, Any] = {"search": {"iterations": 1}, "llm": {"mutator": "offline"}, "keep_policies": "none",
                             "cascade": {"watchdog_s": 0.0}}  # fmt: skip

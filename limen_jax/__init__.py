@@ -28,11 +28,11 @@ __all__ = [
 ]
 __version__ = "0.1.0"
 
-# Loaded on first use: `python -m limen_jax.evolve` must not find its module imported
-# by the package already, and `lj.evolve(...)` calls the (callable) module.
-_LAZY = {"evolve": ("limen_jax.evolve", None), "resume": ("limen_jax.evolve", "resume"),
+# Loaded on first use. `evolve` is the function (limen_jax.run.start); the module
+# limen_jax.evolve is only the command line, run with `python -m limen_jax.evolve`.
+_LAZY = {"evolve": ("limen_jax.run.start", "evolve"), "resume": ("limen_jax.run.start", "resume"),
          "EvolveConfig": ("limen_jax.config", "EvolveConfig"),
-         "RunResult": ("limen_jax.evolve", "RunResult"), "train": ("limen_jax.rl", "train")}
+         "RunResult": ("limen_jax.run_result", "RunResult"), "train": ("limen_jax.rl", "train")}
 
 
 def __getattr__(name: str) -> Any:
@@ -41,5 +41,5 @@ def __getattr__(name: str) -> Any:
 
         module, attr = _LAZY[name]
         mod = importlib.import_module(module)
-        return mod if attr is None else getattr(mod, attr)
+        return getattr(mod, attr)
     raise AttributeError(f"module 'limen_jax' has no attribute {name!r}")

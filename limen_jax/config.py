@@ -48,7 +48,7 @@ class SearchConfig:
     programs: int | None = None
     mode: Mode = "full"
     # a registered strategy (entry-point group limen_jax.strategies) and its options (the
-    # fields of its Options dataclass, checked when the config is built)
+    # fields of its Options dataclass, checked where the run starts: limen_jax.run.start)
     strategy: str = "map_elites"
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     # "on": batch i+1's LLM calls and checks run while batch i trains (its prompts see the
@@ -58,23 +58,18 @@ class SearchConfig:
     # follows the recorded run. The resolved value is what config.json keeps.
     pipeline: str = "auto"
     # "demos[:threshold]": reject reward programs that rank demonstrations worse than the
-    # threshold before training them (limen_jax/search/evaluation/prescreen.py); None: off
+    # threshold before training them (limen_jax/search/prescreen.py, checked where the
+    # run starts); None: off
     prescreen: str | None = None
     # a demonstration set (.npz, limen_jax/demos.py) to rank reward programs on, instead
     # of the task's scripted expert and random play
     demos: str | None = None
 
     def __post_init__(self) -> None:
-        from limen_jax.search.evaluation.prescreen import parse_prescreen
-
-        parse_prescreen(self.prescreen)  # a malformed value: ValueError
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        from limen_jax.search.strategy_registry import check_options
-
         if not isinstance(self.options, dict):
             raise ValueError(f"search.options must be a mapping of option names to values, got {self.options!r}")
-        check_options(self.strategy, self.options)  # unknown strategy, option or value: ValueError
         if self.pipeline not in ("auto", "on", "off"):
             raise ValueError(f"pipeline must be auto, on or off, got {self.pipeline!r}")
         _at_least("search", self, ("initial", "programs"), iterations=0, candidates=1, seeds=1, initial=1, programs=1)
@@ -180,6 +175,31 @@ class EvolveConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvolveConfig:
         return from_dict(cls, data)
+
+
+def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``over``'s values, nested mappings merged key by key (neither is changed)."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def assemble(task: str, config: EvolveConfig | dict[str, Any] | None = None,
+             strategy: str | None = None) -> EvolveConfig:
+    """The config of a run of ``task``: ``config`` as given (an EvolveConfig), or a dict of
+    overrides on the task's preset (its ``preset`` key, default cpu), or the cpu preset
+    (None); ``strategy``: the name of a strategy object handed in, which replaces the
+    configured strategy and its options. ValueError for a malformed value."""
+    if strategy is not None:
+        over = {"search": {"strategy": strategy, "options": {}}}
+        config = merged(config.to_dict() if isinstance(config, EvolveConfig) else dict(config or {}), over)
+    if config is None:
+        return EvolveConfig.preset_for(task)
+    if isinstance(config, EvolveConfig):
+        return dataclasses.replace(config, task=task)
+    base = EvolveConfig.preset_for(task, config.get("preset", "cpu")).to_dict()
+    return from_dict(EvolveConfig, merged(base, {**config, "task": task}))
 
 
 def _check_names(key: str, over: dict[str, Any], module: str, cls_name: str) -> None:

@@ -30,7 +30,7 @@ def test_an_unknown_task_is_one_line_once(cli, tmp_path, capsys):
 
 
 def test_a_module_path_that_does_not_import_is_named(capsys):
-    from limen_jax.evolve import main as evolve_main
+    from limen_jax.run.cli import main as evolve_main
 
     assert evolve_main(["--task", "no_such_pkg.mod:Task"]) == 2
     assert capsys.readouterr().err == "error: unknown task 'no_such_pkg.mod:Task': no module 'no_such_pkg'\n"

@@ -95,7 +95,7 @@ def _graph() -> dict[str, set[str]]:
 
 def test_no_import_cycles():
     graph = _graph()
-    assert "limen_jax.loop" in graph["limen_jax.evolve"]  # the graph sees imports inside functions
+    assert "limen_jax.loop" in graph["limen_jax.run.start"]  # the graph sees imports inside functions
     state: dict[str, int] = {}
     cycles = []
 
@@ -112,3 +112,9 @@ def test_no_import_cycles():
         if node not in state:
             visit(node, [node])
     assert cycles == []
+
+
+def test_the_config_imports_no_search_code():
+    """The config is assembled below the search: strategy options and ``--prescreen`` are
+    judged where the run starts (limen_jax.run.start)."""
+    assert sorted(d for d in _graph()["limen_jax.config"] if d.startswith("limen_jax.search")) == []

@@ -18,11 +18,11 @@ import re
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from limen_jax.archive import ProgramRecord, ProgramStore
 from limen_jax.modes import REQUIRED
-from limen_jax.search.faults import RunStop, describe, systematic
+from limen_jax.search.faults import Rejection, RunStop, describe, rejection_of, systematic
 from limen_jax.search.requests import EvalRequest, ProgramRequest, Request, TextRequest
 
 DEFAULT_CODE = "# the task's default observation and sparse reward\n"
@@ -114,6 +114,11 @@ def thought_of(text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", prose).strip()
 
 
+def asks_llm(request: Request) -> TypeGuard[ProgramRequest | TextRequest]:
+    """Whether ``request`` is answered by the LLM: a text, or a program it writes."""
+    return isinstance(request, TextRequest) or (isinstance(request, ProgramRequest) and request.source == "llm")
+
+
 def ask_and_check(
     requests: Sequence[Request],
     *,
@@ -131,26 +136,16 @@ def ask_and_check(
     ``mutator()`` gives the run's mutator (built on first use: a batch that asks the LLM
     nothing never builds one)."""
     from limen_jax.llm import MutatorError
-    from limen_jax.program import default_workers
 
     start = time.time()
     prepared = Prepared(requests[0].iteration if requests else iteration, list(requests), start=start)
-    asks = [r for r in requests if isinstance(r, TextRequest) or (isinstance(r, ProgramRequest) and r.source == "llm")]
-    for r in asks:
-        if isinstance(r, ProgramRequest):
-            log("prompt", id=r.id, iteration=r.iteration, island=r.island, parent=r.parent_id,
-                parents=list(r.parent_ids), context=list(r.context_ids), operator=r.operator,
-                sections=list(r.sections), system=r.system, user=r.user)
-        else:
-            log("prompt", id=r.id, iteration=r.iteration, kind="text", role=r.role, context=list(r.context_ids),
-                system=r.system, user=r.user)
+    asks = [r for r in requests if asks_llm(r)]
+    _log_prompts(asks, log)
     stops: list[BaseException] = []
-    workers = max(1, min(concurrency or len(asks), len(asks) or 1))
-    checkers = cf.ThreadPoolExecutor(max_workers=default_workers(), thread_name_prefix="limen-check")
-    checks: list[tuple[int, cf.Future[Child]]] = []
-    first_check = time.time()
+    checks = _Checks(task, mode, limits)
     name = mutator_name() if asks else ""
-    pool = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="limen-llm")
+    pool = cf.ThreadPoolExecutor(max_workers=max(1, min(concurrency or len(asks), len(asks) or 1)),
+                                 thread_name_prefix="limen-llm")
     try:
         m: Any = mutator() if asks else None
         futures = {id(r): pool.submit(m.propose, mutation_request(r, store, task.name, mode)) for r in asks}
@@ -158,66 +153,119 @@ def ask_and_check(
             if isinstance(request, EvalRequest):
                 continue
             if isinstance(request, ProgramRequest) and request.source != "llm":
-                if request.source == "default":
-                    prepared.children.append(_default_child(request, task))
-                else:
-                    record = _record(request, {"mutator": "given"})
-                    checks.append((len(prepared.children), checkers.submit(
-                        _check, request, record, request.code, {}, task, mode, limits, False)))
-                    prepared.children.append(Child(request, record))
+                prepared.children.append(_held(request, task, checks, len(prepared.children)))
                 continue
-            future = futures[id(request)]
             try:
-                response = future.result()
+                response = futures[id(request)].result()
             except MutatorError as exc:  # budget cap, replay miss, refused request: stop
                 stops.append(exc)
                 continue
             except Exception as exc:  # a crash in a custom mutator: no answer, not the program's fault
-                if isinstance(request, TextRequest):
-                    prepared.texts.append(TextAnswer(request, error=describe(exc)))
-                    continue
-                record = _record(request, {})
-                record.error = {"stage": "mutator", "message": describe(exc), "trace": "", "blame": "infra"}
-                prepared.children.append(Child(request, record))
+                _no_answer(prepared, request, describe(exc))
                 continue
             prepared.llm_s = time.time() - start
-            metadata = {
-                "mutator": name, "model": response.model, "input_tokens": response.input_tokens,
-                "output_tokens": response.output_tokens, "cost_usd": response.cost_usd, "cached": response.cached,
-                "retries": response.retries,
-            }
-            truncated = bool(response.metadata.get("truncated")) or response.metadata.get("stop_reason") == "max_tokens"
-            if truncated:
-                metadata["truncated"] = True
-            log("response", id=request.id, text=response.text, error=response.error, **metadata)
-            if isinstance(request, TextRequest):
-                prepared.texts.append(TextAnswer(request, response.text if not response.error else "", response.error))
-                continue
-            record = _record(request, metadata)
-            if response.error:
-                record.error = {"stage": "mutator", "message": response.error, "trace": "", "blame": "infra"}
-                prepared.children.append(Child(request, record))
-                continue
-            record.thought = thought_of(response.text)
-            prepared.children.append(Child(request, record, text=response.text))
-            if not checks:
-                first_check = time.time()
-            # checked in a sandboxed worker process each, side by side, while later answers arrive
-            checks.append((len(prepared.children) - 1, checkers.submit(
-                _check, request, record, response.text, response.metadata, task, mode, limits, truncated)))
-        for index, check in checks:
-            prepared.children[index] = check.result()
+            _answered(prepared, request, response, name, log, checks)
+        checks.collect(prepared.children)
     except BaseException:  # an interrupt: nothing waits for calls or checks still in flight
         pool.shutdown(wait=False, cancel_futures=True)
-        checkers.shutdown(wait=False, cancel_futures=True)
+        checks.abandon()
         raise
     pool.shutdown()
-    checkers.shutdown()
-    if checks:
-        prepared.check_s = time.time() - first_check
+    checks.close()
+    prepared.check_s = checks.seconds()
     prepared.end = time.time()
     prepared.stop = _stop(prepared, stops)
     return prepared
+
+
+def _log_prompts(asks: Sequence[Request], log: Callable[..., None]) -> None:
+    for r in asks:
+        if isinstance(r, ProgramRequest):
+            log("prompt", id=r.id, iteration=r.iteration, island=r.island, parent=r.parent_id,
+                parents=list(r.parent_ids), context=list(r.context_ids), operator=r.operator,
+                sections=list(r.sections), system=r.system, user=r.user)
+        elif isinstance(r, TextRequest):
+            log("prompt", id=r.id, iteration=r.iteration, kind="text", role=r.role, context=list(r.context_ids),
+                system=r.system, user=r.user)
+
+
+class _Checks:
+    """The batch's checks, each in a sandboxed worker process of its own, side by side
+    while later answers arrive; :meth:`collect` puts each checked child in its place."""
+
+    def __init__(self, task: Any, mode: str, limits: Any) -> None:
+        from limen_jax.program import default_workers
+
+        self.task, self.mode, self.limits = task, mode, limits
+        self._pool = cf.ThreadPoolExecutor(max_workers=default_workers(), thread_name_prefix="limen-check")
+        self._pending: list[tuple[int, cf.Future[Child]]] = []
+        self._first = time.time()
+
+    def submit(self, index: int, request: ProgramRequest, record: ProgramRecord, text: str,
+               metadata: dict[str, Any], truncated: bool) -> None:
+        if not self._pending:
+            self._first = time.time()
+        self._pending.append((index, self._pool.submit(_check, request, record, text, metadata, self.task,
+                                                       self.mode, self.limits, truncated)))
+
+    def collect(self, children: list[Child]) -> None:
+        for index, future in self._pending:
+            children[index] = future.result()
+
+    def seconds(self) -> float:
+        """Seconds from the first check's submission until now (0.0 when nothing was checked)."""
+        return time.time() - self._first if self._pending else 0.0
+
+    def close(self) -> None:
+        self._pool.shutdown()
+
+    def abandon(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _held(request: ProgramRequest, task: Any, checks: _Checks, index: int) -> Child:
+    """A program the strategy holds: the task's default (no check), or its given code (checked)."""
+    if request.source == "default":
+        return _default_child(request, task)
+    record = _record(request, {"mutator": "given"})
+    checks.submit(index, request, record, request.code, {}, False)
+    return Child(request, record)
+
+
+def _no_answer(prepared: Prepared, request: Request, message: str) -> None:
+    """No answer came for ``request``: the machinery's fault (blame "infra"), never the program's."""
+    if isinstance(request, TextRequest):
+        prepared.texts.append(TextAnswer(request, error=message))
+    elif isinstance(request, ProgramRequest):
+        record = _record(request, {})
+        record.error = Rejection("mutator", message, blame="infra").to_dict()
+        prepared.children.append(Child(request, record))
+
+
+def _answered(prepared: Prepared, request: Request, response: Any, name: str, log: Callable[..., None],
+              checks: _Checks) -> None:
+    """Log an answer and file it: a text, a failed call, or a program sent to be checked."""
+    metadata = {
+        "mutator": name, "model": response.model, "input_tokens": response.input_tokens,
+        "output_tokens": response.output_tokens, "cost_usd": response.cost_usd, "cached": response.cached,
+        "retries": response.retries,
+    }
+    truncated = bool(response.metadata.get("truncated")) or response.metadata.get("stop_reason") == "max_tokens"
+    if truncated:
+        metadata["truncated"] = True
+    log("response", id=request.id, text=response.text, error=response.error, **metadata)
+    if isinstance(request, TextRequest):
+        prepared.texts.append(TextAnswer(request, response.text if not response.error else "", response.error))
+        return
+    assert isinstance(request, ProgramRequest)
+    record = _record(request, metadata)
+    if response.error:
+        record.error = Rejection("mutator", response.error, blame="infra").to_dict()
+        prepared.children.append(Child(request, record))
+        return
+    record.thought = thought_of(response.text)
+    prepared.children.append(Child(request, record, text=response.text))
+    checks.submit(len(prepared.children) - 1, request, record, response.text, response.metadata, truncated)
 
 
 def _stop(prepared: Prepared, stops: list[BaseException]) -> RunStop | None:
@@ -227,14 +275,20 @@ def _stop(prepared: Prepared, stops: list[BaseException]) -> RunStop | None:
     if stops:
         first = stops[0]
         return RunStop("budget" if isinstance(first, BudgetExceeded) else "mutator", describe(first))
-    asked = [c.record.error for c in prepared.children if c.request.source == "llm"]
-    asked += [{"blame": "infra", "message": t.error} if t.error else None for t in prepared.texts]
-    if asked and all((e or {}).get("blame") == "infra" for e in asked):
-        last = asked[-1] or {}
-        return RunStop("outage", f"no answer from the LLM for any request of the batch: {last.get('message')}")
-    checked = [c for c in prepared.children if (c.record.error or {}).get("blame") != "infra"]
+    asked = [rejection_of(c.record) for c in prepared.children if c.request.source == "llm"]
+    asked += [Rejection("mutator", t.error, blame="infra") if t.error else None for t in prepared.texts]
+    infra = [r for r in asked if r is not None and r.blame == "infra"]
+    if asked and len(infra) == len(asked):
+        return RunStop("outage", f"no answer from the LLM for any request of the batch: {infra[-1].message}")
+    checked = [c for c in prepared.children if not _infra(c.record)]
     same = systematic([c.fault for c in checked]) if checked and all(c.fault for c in checked) else None
     return RunStop("engine", f"the checker failed the same way on every candidate: {same}") if same else None
+
+
+def _infra(record: ProgramRecord) -> bool:
+    """Whether ``record`` was rejected for want of an answer (the machinery's fault)."""
+    rejection = rejection_of(record)
+    return rejection is not None and rejection.blame == "infra"
 
 
 def _record(request: ProgramRequest, metadata: dict[str, Any]) -> ProgramRecord:
@@ -271,18 +325,19 @@ def _check(request: ProgramRequest, record: ProgramRecord, text: str, metadata: 
             break
         except ProgramError as exc:
             record.code = extracted_code(text, mode)
-            record.error = {**exc.to_dict(), "blame": "program"}
+            rejection = Rejection(exc.stage, exc.message, exc.trace)
             if truncated:
                 limit = metadata.get("max_tokens", "max_tokens")
-                record.error["stage"] = "truncated"
-                record.error["message"] = render("truncated", limit=str(limit), message=exc.message)
+                rejection = dataclasses.replace(rejection, stage="truncated",
+                                                message=render("truncated", limit=str(limit), message=exc.message))
+            record.error = rejection.to_dict()
             return Child(request, record, text=text)
         except Exception as exc:
             if first is None:
                 first = f"{describe(exc)}\n{_trace_tail()}"
                 continue
             record.code = extracted_code(text, mode)
-            record.error = {"stage": "checker", "message": describe(exc), "trace": _trace_tail(), "blame": "engine"}
+            record.error = Rejection("checker", describe(exc), _trace_tail(), "engine").to_dict()
             return Child(request, record, fault=exc, text=text)
     if first is not None:
         record.metadata["checker_fault_retried"] = first

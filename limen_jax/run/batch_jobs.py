@@ -40,9 +40,9 @@ def jobs_for(children: Sequence[Any], ctx: JobContext) -> list[tuple[str, list[A
 
 
 def trains(kind: str) -> bool:
-    """Whether evaluation ``kind`` compiles a trainer (``trains``, default True): the ones
-    that do not (``demos``) have nothing to compile ahead."""
-    return bool(getattr(evaluation_kind(kind), "trains", True))
+    """Whether evaluation ``kind`` compiles a trainer: the ones that do not (``demos``)
+    have nothing to compile ahead."""
+    return evaluation_kind(kind).trains
 
 
 def placeholder_jobs(asked: Sequence[ProgramRequest], ctx: JobContext, task: Any, program_mode: str) -> list[EvalJob]:

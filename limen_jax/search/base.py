@@ -22,6 +22,7 @@ import numpy as np
 
 from limen_jax.archive import Archive, ProgramRecord, program_id
 from limen_jax.llm.prompts import PromptConfig, build_prompt
+from limen_jax.search.faults import rejection_of
 from limen_jax.search.requests import EvalRequest, Outcome, ProgramRequest, Request, TextRequest
 
 
@@ -67,16 +68,33 @@ class SearchView:
 
 
 def blamed_on_program(record: ProgramRecord) -> bool:
-    """True unless the record's error is marked as the machinery's (``error["blame"]``)."""
-    return (record.error or {}).get("blame", "program") == "program"
+    """True unless the record's rejection is marked as the machinery's (its ``blame``)."""
+    rejection = rejection_of(record)
+    return rejection is None or rejection.blame == "program"
 
 
 @runtime_checkable
 class Strategy(Protocol):
-    """A search strategy (see the module docstring and docs/evolution.md)."""
+    """A search strategy (see the module docstring and docs/evolution.md).
+
+    The loop uses every member below and probes for none, so a strategy that subclasses
+    nothing implements them all. :class:`StrategyBase` gives the defaults of all but
+    ``name`` and ``propose``: a subclass writes those two and overrides what it needs.
+
+    name: the name it is registered and recorded under. lookahead: batches the loop may
+    propose ahead of the outcomes (1: batch i+1 is asked while batch i trains; 0: every
+    outcome is told before the next proposal). max_iterations: a cap on the run's
+    generations below ``search.iterations`` (None: no cap). keep_policies: the trained
+    policies it reads ("all", "best" or None), kept at least as far as the config keeps
+    them. asks_llm: False when it never asks the LLM (the run builds no mutator, so
+    needs no key or catalog).
+    """
 
     name: str
     lookahead: int
+    max_iterations: int | None
+    keep_policies: str | None
+    asks_llm: bool
 
     def propose(self, view: SearchView, rng: np.random.Generator) -> list[Request]: ...
 

@@ -1,16 +1,52 @@
 """Who is to blame for a failure: the program (fed back to the LLM) or the machinery
 (recorded, never shown as the program's mistake; systematic ones stop the run).
 
-A record's ``error["blame"]`` is "program", "infra" (the LLM could not be reached) or
-"engine" (the checker or the trainer broke).
+A rejected candidate carries a :class:`Rejection`; its ``blame`` is "program", "infra"
+(the LLM could not be reached) or "engine" (the checker or the trainer broke). A
+program record stores it as JSON (``record.error``, :meth:`Rejection.to_dict`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+BLAMES = ("program", "infra", "engine")
+
+
+@dataclasses.dataclass(frozen=True)
+class Rejection:
+    """Why a candidate was not trained or scored. stage: where it failed (a checker stage,
+    "mutator", "truncated", "checker", "train", "prescreen", ...); message: the reason, as
+    the prompts show it; trace: the traceback or rule detail ("" when none); blame: whose
+    fault (:data:`BLAMES`); details: extra JSON fields a stage adds (e.g. ``kind:
+    "diverged"``, a prescreen ``score``), kept flat beside the others on disk."""
+
+    stage: str
+    message: str
+    trace: str = ""
+    blame: str = "program"
+    details: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON a record stores: ``{"stage", "message", "trace", "blame", **details}``."""
+        return {"stage": self.stage, "message": self.message, "trace": self.trace, "blame": self.blame,
+                **self.details}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Rejection:
+        """Inverse of :meth:`to_dict`; a stored error without ``blame`` (older runs) is the program's."""
+        rest = {k: v for k, v in data.items() if k not in ("stage", "message", "trace", "blame")}
+        return cls(str(data.get("stage", "")), str(data.get("message", "")), str(data.get("trace") or ""),
+                   str(data.get("blame", "program")), rest)
+
+
+def rejection_of(record: Any) -> Rejection | None:
+    """The :class:`Rejection` a program record stores (``record.error``), or None."""
+    return None if record.error is None else Rejection.from_dict(record.error)
 
 
 class RunStop(Exception):

@@ -113,6 +113,6 @@ def install(where: str) -> None:
 
 if __name__ == "__main__":
     install(os.environ[ENV_STALL])
-    from limen_jax.evolve import main
+    from limen_jax.run.cli import main
 
     sys.exit(main(sys.argv[1:]))

@@ -16,7 +16,7 @@ from test_evolve import summary, toy_config
 
 import limen_jax as lj
 from limen_jax.config import RESUMABLE, EvolveConfig
-from limen_jax.evolve import main
+from limen_jax.run.cli import main
 
 TOY = "--task toy_task:ToyCorridor "
 REFUSED = "{run} holds a run with another config (differs in %s); a resume may change only " + \

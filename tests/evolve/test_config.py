@@ -3,7 +3,8 @@
 import pytest
 
 from limen_jax.config import EvolveConfig, SearchConfig
-from limen_jax.evolve import _parser, config_from_args
+from limen_jax.run.cli import _parser, config_from_args
+from limen_jax.run.start import check_settings
 
 
 def test_presets_follow_the_paper_and_cpu_budgets():
@@ -39,8 +40,11 @@ def test_round_trip_and_unknown_keys_are_errors():
         EvolveConfig.from_dict(bad)
     with pytest.raises(ValueError, match="mode"):
         SearchConfig(mode="bogus")
-    with pytest.raises(ValueError, match="strategy"):
-        SearchConfig(strategy="bogus")
+    # the strategy and its options are judged where the run starts: the config imports no search code
+    with pytest.raises(ValueError, match="unknown search strategy 'bogus'"):
+        check_settings(EvolveConfig(search=SearchConfig(strategy="bogus")))
+    with pytest.raises(ValueError, match="prescreen 'demos:2'"):
+        check_settings(EvolveConfig(search=SearchConfig(prescreen="demos:2")))
 
 
 def test_cli_flags_override_the_preset():

@@ -10,8 +10,8 @@ from cli_runs import assert_same_programs, checkpoint, checkpointed, kill_and_re
 from toy_task import ToyCorridor
 
 import limen_jax as lj
-from limen_jax.evolve import main
 from limen_jax.llm import MutationResponse
+from limen_jax.run.cli import main
 from limen_jax.train import main as train_main
 
 TINY_PPO = {"num_envs": 32, "rollout_len": 8, "epochs": 2, "minibatches": 2, "eval_episodes": 32,

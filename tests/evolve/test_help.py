@@ -21,7 +21,7 @@ def test_help_is_plain_text(cli):
     assert not re.search(r"(?<!`)``[^`\n]+``(?!`)|:func:|:class:|:mod:", out.stdout), out.stdout
 
 
-@pytest.mark.parametrize("cli", ["evolve", "train", "check", "rollout", "view.__main__", "demos"])
+@pytest.mark.parametrize("cli", ["run.cli", "train", "check", "rollout", "view.__main__", "demos"])
 def test_every_option_says_what_it_does(cli):
     import importlib
 

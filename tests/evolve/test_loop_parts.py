@@ -19,10 +19,12 @@ from toy_task import ToyCorridor
 
 import limen_jax as lj
 from limen_jax.archive import Archive, ArchiveConfig, ProgramRecord
-from limen_jax.evolve import main, resume
 from limen_jax.interface import default_interface
 from limen_jax.llm import BudgetExceeded, MutationResponse, OfflineMutator
+from limen_jax.run.cli import main
+from limen_jax.run.start import resume
 from limen_jax.search import Independent, MapElites, SearchView
+from limen_jax.search.evaluation.evaluator import EvaluatorBase
 
 lj.register("toy_corridor", ToyCorridor, overwrite=True)
 BASE = {
@@ -320,8 +322,9 @@ def test_checker_limits_come_from_the_config(fake_training, tmp_path):
     assert all("may cost at most 40 x the work of one environment step" in u for u in users)
 
 
-class Remote:
-    """An evaluator elsewhere (a cluster's stand-in): the loop sees only submit/close."""
+class Remote(EvaluatorBase):
+    """An evaluator elsewhere (a cluster's stand-in): it writes only submit and close
+    (EvaluatorBase's prepare compiles nothing ahead)."""
 
     def __init__(self) -> None:
         self.jobs, self.closed = [], False
@@ -336,7 +339,7 @@ class Remote:
         future.set_result(EvalBatch([_fake_result(i, success=0.25) for i in job.interfaces], None, 1.0))
         return future
 
-    def close(self):
+    def close(self, wait=True):
         self.closed = True
 
 

@@ -19,6 +19,7 @@ from cli_runs import cli_env
 from test_evolve import TINY_PPO, toy_config
 
 import limen_jax as lj
+from limen_jax.search.evaluation.evaluator import EvaluatorBase
 
 # one stage, one compile: each run here costs seconds
 CONFIG = toy_config(search={"iterations": 0, "candidates": 1, "seeds": 1, "pipeline": "off"},
@@ -43,7 +44,7 @@ def printed(pattern: str, text: str) -> list[str]:
     return words[1:] if words[0] == "python" else words
 
 
-class Broken:
+class Broken(EvaluatorBase):
     """An evaluator whose batches never come back: the run stops as the engine's fault."""
 
     def submit(self, job: Any) -> cf.Future[Any]:

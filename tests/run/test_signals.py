@@ -137,8 +137,8 @@ def test_a_second_ctrl_c_is_still_a_clean_stop(tmp_path, whole):
 # ``mark``) until the test's SIGINT arrives
 STALL = """
 import pathlib, sys, time
-import limen_jax.loop, limen_jax.rundir, limen_jax.run.run_demos
-from limen_jax.evolve import main
+import limen_jax.run.state, limen_jax.rundir, limen_jax.run.run_demos
+from limen_jax.run.cli import main
 def stall(*args, **kwargs):
     pathlib.Path({mark!r}).touch()
     time.sleep(120)
@@ -156,7 +156,7 @@ STARTS = {  # where the start stalls -> what the interrupt says it left
     "with the run dir made, no config in it": ("limen_jax.rundir.RunDir.write_json = stall_config",
                                                "nothing was recorded yet; removed the half-made {run}; "
                                                "run the same command again"),
-    "with the config written": ("limen_jax.loop.Loop._ppo_config = stall",
+    "with the config written": ("limen_jax.run.state._ppo_config = stall",
                                 "nothing was lost; resume with python -m limen_jax.evolve --resume {run}"),
 }
 

@@ -12,10 +12,11 @@ from toy_task import ToyCorridor
 
 from limen_jax.archive import Archive, ArchiveConfig, ProgramRecord
 from limen_jax.config import EvolveConfig, SearchConfig
-from limen_jax.evolve import _parser, config_from_args, main, parse_sets
 from limen_jax.llm import MutationRequest
 from limen_jax.llm.offline import OfflineMutator
 from limen_jax.run.ask import thought_of
+from limen_jax.run.cli import _parser, config_from_args, main, parse_sets
+from limen_jax.run.start import check_settings
 from limen_jax.search import (
     EvalRequest,
     MapElites,
@@ -111,14 +112,14 @@ def test_strategies_by_name_with_checked_options_and_restored_memory():
     assert s.options == Counting.Options(k=3, temperature=1.0, label="x") and s.told == 5
     cfg = SearchConfig(strategy="counting_test", options={"k": 2})
     assert cfg.options == {"k": 2}
-    with pytest.raises(ValueError, match=r"unknown options \['kk'\] of strategy 'counting_test'"):
-        SearchConfig(strategy="counting_test", options={"kk": 2})
-    with pytest.raises(ValueError, match="Options.k: expected"):
-        SearchConfig(strategy="counting_test", options={"k": "three"})
-    with pytest.raises(ValueError, match="unknown search strategy 'mcts_typo'"):
-        SearchConfig(strategy="mcts_typo")
-    with pytest.raises(ValueError, match="takes no options"):
-        SearchConfig(strategy="map_elites", options={"k": 1})
+    check_settings(EvolveConfig(search=cfg))  # judged where the run starts, before its directory is made
+    for search, why in ((SearchConfig(strategy="counting_test", options={"kk": 2}),
+                         r"unknown options \['kk'\] of strategy 'counting_test'"),
+                        (SearchConfig(strategy="counting_test", options={"k": "three"}), "Options.k: expected"),
+                        (SearchConfig(strategy="mcts_typo"), "unknown search strategy 'mcts_typo'"),
+                        (SearchConfig(strategy="map_elites", options={"k": 1}), "takes no options")):
+        with pytest.raises(ValueError, match=why):
+            check_settings(EvolveConfig(search=search))
     with pytest.raises(ValueError, match="keeps no state"):
         make_strategy("map_elites", None, {"tree": []})
 

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from limen_jax.search.evaluation.jobs import Budget, EvalBatch, EvalJob
+from limen_jax.search.evaluation.training_kinds import EvaluationBase
 
 
 def demo_rewards(interfaces: Sequence[Any], transitions: Any) -> np.ndarray:
@@ -107,7 +108,7 @@ class DemoScore:
     negatives: int
 
 
-class DemosEvaluation:
+class DemosEvaluation(EvaluationBase):
     """The ``demos`` kind: ranking accuracy on the run's demonstrations (``ctx.demos``: a
     DemoSet, or a function returning it), every program of the job in one call. Trains
     nothing."""
@@ -145,10 +146,10 @@ class DemosEvaluation:
                 f"random or learner transitions. Reward the progress an expert makes toward the goal.")
 
     def score(self, record: Any, result: Any, job: EvalJob) -> None:
-        from limen_jax.search.faults import describe
+        from limen_jax.search.faults import Rejection, describe
 
         if isinstance(result, BaseException):
-            record.error = {"stage": "demos", "message": describe(result), "trace": "", "blame": "program"}
+            record.error = Rejection("demos", describe(result)).to_dict()
             return
         record.evaluations[self.name] = {"accuracy": result.accuracy, "experts": result.experts,
                                          "negatives": result.negatives}

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from limen_jax.search.evaluation.jobs import Budget, EvalBatch, EvalJob
+from limen_jax.search.evaluation.training_kinds import EvaluationBase
 
 if TYPE_CHECKING:
     from limen_jax.search.evaluation.training_kinds import JobContext
@@ -159,7 +160,7 @@ def policy_from_data(entry: dict[str, Any]) -> Any:
     return Policy(arrays["params"], ObsStats(stats["mean"], stats["var"], stats["count"]), dict(entry["metadata"]))
 
 
-class Episodes:
+class Episodes(EvaluationBase):
     """Roll out kept policies; the logs go to ``record.evaluations["episodes"]``."""
 
     name = "episodes"

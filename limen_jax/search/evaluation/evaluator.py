@@ -2,12 +2,11 @@
 
 The loop calls :meth:`Evaluator.submit` and waits on the future, so a cluster evaluator
 (on Ray) drops in without touching the loop; it runs each job with
-:func:`limen_jax.search.evaluation.kind_registry.run_job` wherever it likes. An evaluator may also
-offer ``prepare(job)``, a hint that ``job`` will be submitted soon (the loop calls it when
-it has checked the next batch while the current one trains): the default compiles the job
-ahead then, on another thread. The default, :class:`InProcessEvaluator`, runs the jobs
-one after another on one background thread, so the loop can ask the LLM and check
-programs meanwhile.
+:func:`limen_jax.search.evaluation.kind_registry.run_job` wherever it likes. ``prepare(job)`` is a
+hint that ``job`` will be submitted soon (the loop calls it when it has checked the next
+batch while the current one trains): the default compiles the job ahead then, on another
+thread. The default, :class:`InProcessEvaluator`, runs the jobs one after another on one
+background thread, so the loop can ask the LLM and check programs meanwhile.
 """
 
 from __future__ import annotations
@@ -24,14 +23,35 @@ from limen_jax.search.evaluation.train_job import compile_job
 
 
 class Evaluator(Protocol):
-    """``submit`` and ``close``; optionally ``prepare(job) -> None`` (see the module)."""
+    """What the loop uses: ``submit``, ``prepare`` and ``close`` (see the module).
+    :class:`EvaluatorBase` gives the defaults of ``prepare`` and ``close``, so an
+    evaluator that subclasses it writes only ``submit``."""
 
     def submit(self, job: EvalJob) -> cf.Future[EvalBatch]: ...
 
-    def close(self) -> None: ...
+    def prepare(self, job: EvalJob) -> None:
+        """``job`` will be submitted soon; compiling it now must change no result."""
+        ...
+
+    def close(self, wait: bool = True) -> None:
+        """Release what it holds; ``wait=False`` (an interrupted run) waits for nothing in flight."""
+        ...
 
 
-class InProcessEvaluator:
+class EvaluatorBase:
+    """Defaults of an evaluator: no compile ahead, nothing to release."""
+
+    def submit(self, job: EvalJob) -> cf.Future[EvalBatch]:
+        raise NotImplementedError
+
+    def prepare(self, job: EvalJob) -> None:
+        return None
+
+    def close(self, wait: bool = True) -> None:
+        return None
+
+
+class InProcessEvaluator(EvaluatorBase):
     """The default: jobs run one after another (in submission order) on a background thread.
 
     The thread is a daemon, so an interrupted run (Ctrl-C) exits at once instead of

@@ -16,6 +16,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from limen_jax.search.faults import Rejection, describe, rejection_of
+
 # kind -> the threshold used when none is given. demos: 0.5 rejects a reward that ranks
 # expert play no better than a constant would; the reference rewards of xland_medium and
 # xland_hard rank 0.768 and 0.532 (benchmarks/prescreen.py), so a higher default would
@@ -67,16 +69,17 @@ def screen(prescreen: Prescreen, children: Sequence[Any], ctx: Any) -> list[dict
         record = child.record
         if isinstance(result, BaseException):
             kind.score(record, result, job)  # the program failed on the demonstrations: rejected
-            record.error = {**(record.error or {}), "stage": "prescreen", "blame": "program"}
+            failed = rejection_of(record) or Rejection("prescreen", describe(result))
+            record.error = dataclasses.replace(failed, stage="prescreen", blame="program").to_dict()
             child.interface = None
-            events.append({"id": record.id, "kind": prescreen.kind, "passed": False, "error": record.error["message"]})
+            events.append({"id": record.id, "kind": prescreen.kind, "passed": False, "error": failed.message})
             continue
         value = float(kind.value(result))  # type: ignore[attr-defined]
         record.metadata.setdefault("scores", {})[prescreen.kind] = value
         passed = value >= prescreen.threshold
         if not passed:
-            record.error = {"stage": "prescreen", "message": kind.reason(result, prescreen.threshold),  # type: ignore[attr-defined]
-                            "trace": "", "blame": "program", "score": value}
+            reason = kind.reason(result, prescreen.threshold)  # type: ignore[attr-defined]
+            record.error = Rejection("prescreen", reason, details={"score": value}).to_dict()
             child.interface = None
         events.append({"id": record.id, "kind": prescreen.kind, "score": value, "passed": passed,
                        "threshold": prescreen.threshold})

@@ -15,7 +15,7 @@ import numpy as np
 
 from limen_jax.search.evaluation.jobs import Budget, EvalBatch, EvalJob
 from limen_jax.search.evaluation.train_job import evaluate
-from limen_jax.search.faults import describe, diverged
+from limen_jax.search.faults import Rejection, describe, diverged
 from limen_jax.stats import success_interval
 
 
@@ -41,10 +41,18 @@ class JobContext:
 
 
 class Evaluation(Protocol):
-    """A kind. It may also define ``summary(evaluation: dict) -> dict``: what the run's
-    ``evaluation`` event carries of a large ``record.evaluations[name]`` (default: all of it)."""
+    """A kind: every member is used; :class:`EvaluationBase` gives the defaults of
+    ``trains``, ``splits`` and ``summary``, so a kind that subclasses it writes only
+    ``name``, ``job``, ``run`` and ``score``.
+
+    trains: whether its jobs compile a trainer (what an evaluator may compile ahead);
+    splits: whether an evaluator may split one job over several workers and join the
+    answers (:func:`limen_jax.search.evaluation.jobs.split_job`); summary: what the run's
+    ``evaluation`` event carries of a large ``record.evaluations[name]``."""
 
     name: str
+    trains: bool
+    splits: bool
 
     def job(self, ctx: JobContext, interfaces: list[Any], options: dict[str, Any]) -> EvalJob: ...
 
@@ -52,8 +60,20 @@ class Evaluation(Protocol):
 
     def score(self, record: Any, result: Any, job: EvalJob) -> None: ...
 
+    def summary(self, evaluation: dict[str, Any]) -> dict[str, Any]: ...
 
-class PPO:
+
+class EvaluationBase:
+    """Defaults of a kind: it trains, its jobs stay whole, its event carries all of it."""
+
+    trains: bool = True
+    splits: bool = False
+
+    def summary(self, evaluation: dict[str, Any]) -> dict[str, Any]:
+        return evaluation
+
+
+class PPO(EvaluationBase):
     """The cascade; the result becomes the record's fitness, curves and feedback."""
 
     name = "ppo"
@@ -76,11 +96,11 @@ class PPO:
         from limen_jax.llm.feedback import training_feedback
 
         if isinstance(result, BaseException):
-            record.error = {"stage": "train", "message": describe(result), "trace": "", "blame": "program"}
+            record.error = Rejection("train", describe(result)).to_dict()
             return
         why = diverged(result)
         if why:
-            record.error = {"stage": "train", "message": why, "trace": "", "blame": "program", "kind": "diverged"}
+            record.error = Rejection("train", why, details={"kind": "diverged"}).to_dict()
             return
         record.stage = result.stage
         record.success_per_seed = [float(x) for x in result.success_per_seed]

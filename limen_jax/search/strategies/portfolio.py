@@ -27,7 +27,7 @@ owner of each request in flight.
 Members' options: ``member_options`` maps a member's name to its own ``search.options``
 (``{"mcts": {"first_level": 3}}``; from the CLI ``--set
 search.options.member_options.mcts.first_level=3``), each checked against that member's
-``Options`` when the config is built; a member not named takes its defaults.
+``Options`` where the run starts; a member not named takes its defaults.
 """
 
 from __future__ import annotations

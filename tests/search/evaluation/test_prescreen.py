@@ -65,7 +65,7 @@ def test_rejected_before_training_and_told_to_the_llm(tmp_path):
 
 
 def test_a_task_without_an_expert_needs_demos(tmp_path, capsys):
-    from limen_jax.evolve import main
+    from limen_jax.run.cli import main
 
     assert main(["--task", "toy_task:ToyCorridor", "--prescreen", "demos", "--mutator", "offline",
                  "--run-dir", str(tmp_path / "run")]) == 2

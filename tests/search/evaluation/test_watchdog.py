@@ -12,7 +12,7 @@ from limen_jax.program import compile_many
 from limen_jax.program.timing import slow_programs
 from limen_jax.rl import PPOConfig
 from limen_jax.rl.watchdog import BatchTimeout
-from limen_jax.search.evaluation.evaluator import InProcessEvaluator
+from limen_jax.search.evaluation.evaluator import EvaluatorBase, InProcessEvaluator
 from limen_jax.search.evaluation.jobs import MIN_BUDGET_S, Budget, EvalJob, updates_of
 from limen_jax.search.evaluation.train_job import evaluate
 from limen_jax.search.faults import ProgramTooSlow, TrainingStalled, is_engine_error
@@ -99,7 +99,7 @@ def test_the_budget_is_learned_from_earlier_batches():
     assert InProcessEvaluator().budget_s(EvalJob(None, [], [0], j.budget, TINY, watchdog_s=0.0)) is None
 
 
-class Watchdogged:
+class Watchdogged(EvaluatorBase):
     """An evaluator whose batches came back from the watchdog: the first candidate was the
     slow one (``stalled=False``), or nobody was (``stalled=True``)."""
 

@@ -17,7 +17,6 @@ from toy_task import ToyCorridor
 
 import limen_jax as lj
 from limen_jax.archive import Archive, ArchiveConfig, ProgramRecord
-from limen_jax.evolve import resume
 from limen_jax.llm import MutationRequest
 from limen_jax.llm.anthropic_client import AnthropicMutator, RetryPolicy
 from limen_jax.llm.offline import OfflineMutator, read_genome
@@ -25,6 +24,7 @@ from limen_jax.llm.prompts import budget_text, build_system, contract
 from limen_jax.llm.templates import render
 from limen_jax.plots import plot_depth
 from limen_jax.program import Limits
+from limen_jax.run.start import resume
 from limen_jax.search import SearchView
 from limen_jax.search.requests import Outcome, ProgramRequest
 from limen_jax.search.strategies.forge import (

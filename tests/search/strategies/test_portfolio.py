@@ -17,7 +17,7 @@ from test_forge import scored, view_of
 
 import limen_jax as lj
 from limen_jax.archive import ProgramRecord, program_id
-from limen_jax.evolve import resume
+from limen_jax.run.start import resume
 from limen_jax.search import StrategyBase, ask_program, ask_text, evaluate, register_strategy, strategy_names
 from limen_jax.search.requests import Outcome, ProgramRequest, TextRequest
 from limen_jax.search.strategies.portfolio import DEFAULT_MEMBERS, Portfolio, _loads, improvements_of, ucb_slots
@@ -129,7 +129,8 @@ def test_members_that_reuse_ids_and_unknown_members_are_errors():
 
 
 def test_members_take_their_own_options_checked_against_their_options_classes():
-    from limen_jax.evolve import _parser, config_from_args
+    from limen_jax.run.cli import _parser, config_from_args
+    from limen_jax.run.start import check_settings
     from limen_jax.search.strategies.forge import Forge
     from limen_jax.search.strategies.mcts import TreeSearch
     from limen_jax.search.strategy_registry import check_options, make_strategy
@@ -160,8 +161,8 @@ def test_members_take_their_own_options_checked_against_their_options_classes():
         assert search.options["member_options"] == {"mcts": {"first_level": 3}}
         assert make_strategy("portfolio", search.options).members["mcts"].options.first_level == 3
     with pytest.raises(ValueError, match="member_options"):
-        config_from_args(_parser().parse_args(["--task", "xland_easy", "--strategy", "portfolio", "--set",
-                                               "search.options.member_options.mcts.budget=0"]))
+        check_settings(config_from_args(_parser().parse_args(["--task", "xland_easy", "--strategy", "portfolio",
+                                                              "--set", "search.options.member_options.mcts.budget=0"])))
 
 
 def test_it_is_done_when_every_member_is():

@@ -1,0 +1,133 @@
+"""Where a run starts: ``lj.evolve`` and ``lj.resume``.
+
+The task is resolved here, once, and handed down as an object; the settings the config
+cannot judge alone (the strategy's options, ``--prescreen``, a ``--demos`` file) are
+checked here, before the run directory is made, so bad input is refused (ValueError,
+one line) with nothing written. Then the loop runs (:func:`limen_jax.loop.run_loop`).
+Every random choice derives from ``config.seed`` and the iteration number, so a resumed
+run makes the same choices it would have made, and a run replayed from its LLM cache
+reproduces exactly.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from limen_jax.config import EvolveConfig, assemble, merged
+from limen_jax.run_result import RunResult
+from limen_jax.rundir import RunDir, holds_config
+
+
+def evolve(
+    task: str,
+    config: EvolveConfig | dict[str, Any] | None = None,
+    *,
+    run_dir: str | os.PathLike[str] | None = None,
+    mutator: Any = None,
+    verbose: bool = True,
+    evaluator: Any = None,
+    strategy: Any = None,
+    handle_signals: bool = False,
+) -> RunResult:
+    """Run (or, if ``run_dir`` holds a checkpoint, resume) an interface search.
+
+    config: an EvolveConfig, a dict of overrides on the CPU preset, or None.
+    mutator: any object with ``propose(MutationRequest) -> MutationResponse``;
+        by default chosen by ``config.llm.mutator``.
+    evaluator: a :class:`limen_jax.search.evaluation.evaluator.Evaluator` (``submit(job) -> Future``,
+        ``prepare(job)``, ``close(wait)``; subclass ``EvaluatorBase`` for the last two);
+        by default the in-process batched cascade.
+    strategy: a strategy object (:class:`limen_jax.search.Strategy`) to run instead of the
+        configured one; ``config.search.strategy`` becomes its name. To resume its run,
+        pass the object again (with its options) or register its class by entry point.
+    handle_signals: SIGINT and SIGTERM stop the run resumably (the first at the next safe
+        point, a second at once; ``RunResult.signal`` says which): what the CLI does.
+    """
+    if strategy is not None:
+        _register(strategy)
+    settled = assemble(task, config, strategy.name if strategy is not None else None)
+    return start(settled, resolve_task(settled.task), run_dir if run_dir is not None else default_run_dir(settled),
+                 mutator=mutator, verbose=verbose, evaluator=evaluator, handle_signals=handle_signals)
+
+
+def resume(
+    run_dir: str | os.PathLike[str],
+    overrides: dict[str, Any] | None = None,
+    *,
+    mutator: Any = None,
+    verbose: bool = True,
+    evaluator: Any = None,
+    strategy: Any = None,
+    handle_signals: bool = False,
+) -> RunResult:
+    """Continue a killed or finished run from its directory, with its own config.
+
+    overrides: nested config values to change on the way (e.g. ``{"llm": {"max_cost_usd":
+    40}}``, ``{"search": {"iterations": 10}}``); only :data:`limen_jax.config.RESUMABLE`
+    keys may change, anything else is refused with a ValueError naming it.
+    strategy: the strategy object the run was started with, if it was handed in (its
+    memory is restored from the checkpoint).
+    """
+    if strategy is not None:
+        _register(strategy)
+    if not holds_config(run_dir):
+        # checked before RunDir, which would create the directory
+        raise FileNotFoundError(f"{run_dir} holds no config.json: not a limen_jax run directory")
+    rd = RunDir(run_dir, create=False)
+    config = EvolveConfig.from_dict(merged(rd.read_json("config.json"), overrides or {}))
+    return start(config, resolve_task(config.task), run_dir, mutator=mutator, verbose=verbose,
+                 evaluator=evaluator, handle_signals=handle_signals, allow_changes=True, rd=rd)
+
+
+def start(config: EvolveConfig, task: Any, run_dir: str | os.PathLike[str], *, mutator: Any = None,
+          verbose: bool = True, evaluator: Any = None, handle_signals: bool = False, allow_changes: bool = False,
+          rd: RunDir | None = None) -> RunResult:
+    """Check what the config cannot check alone, then run ``config`` on ``task`` (resolved
+    by :func:`resolve_task`) in ``run_dir`` (``rd``: that directory, opened already)."""
+    check_settings(config)
+    if config.search.demos and not (Path(run_dir) / "demos.npz").exists():
+        from limen_jax.demos import load_demos
+
+        load_demos(config.search.demos, task)  # a bad file is refused before the run dir exists
+    from limen_jax.loop import run_loop
+
+    # the loop makes the directory once it has checked the run can start
+    return run_loop(config, rd if rd is not None else RunDir(run_dir, create=False), task, mutator=mutator,
+                    evaluator=evaluator, verbose=verbose, allow_changes=allow_changes,
+                    handle_signals=handle_signals)
+
+
+def resolve_task(name: str) -> Any:
+    """The task ``name`` built; ValueError (one line: what is registered, what is missing)
+    when it cannot be."""
+    from limen_jax.registry import task_problem
+    from limen_jax.task import make
+
+    try:
+        return make(name)
+    except (KeyError, ImportError) as exc:
+        raise ValueError(task_problem(name, exc)) from None
+
+
+def check_settings(config: EvolveConfig) -> None:
+    """ValueError (one line) for a strategy that is not registered, its options, or a
+    malformed ``search.prescreen``."""
+    from limen_jax.search.evaluation.prescreen import parse_prescreen
+    from limen_jax.search.strategy_registry import check_options
+
+    parse_prescreen(config.search.prescreen)
+    check_options(config.search.strategy, config.search.options)
+
+
+def default_run_dir(config: EvolveConfig) -> Path:
+    """``runs/<task>-<mode>-<time>``: where a run goes without ``run_dir``."""
+    return Path("runs") / f"{config.task}-{config.search.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def _register(strategy: Any) -> None:
+    from limen_jax.search.strategy_registry import register_strategy
+
+    register_strategy(strategy.name, strategy)
