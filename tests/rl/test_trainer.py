@@ -19,7 +19,7 @@ from toy_tasks import Corridor, Reach1D
 from limen_jax.interface import Interface, default_interface
 from limen_jax.rl import BatchTrainer, PPOConfig, run_cascade, train_batch
 from limen_jax.rl.cascade import stage_rows
-from limen_jax.rl.trainer import layout
+from limen_jax.rl.shapes import layout
 
 CFG = PPOConfig(num_envs=32, rollout_len=16, epochs=4, minibatches=4, lr=3e-3, eval_episodes=64)
 STEPS = 16 * CFG.steps_per_update  # 16 updates: the corridor is solved by then
@@ -425,7 +425,7 @@ def test_non_finite_reward_freezes_only_its_slot_and_reports_the_update():
 
 
 def test_width_buckets_keep_search_shapes_few():
-    from limen_jax.rl.trainer import bucket_width
+    from limen_jax.rl.shapes import bucket_width
 
     dims = (1, 7, 64, 65, 128, 129, 147, 192, 193, 300, 512)
     assert [bucket_width(d) for d in dims] == [64, 64, 64, 96, 128, 160, 160, 192, 224, 320, 512]
