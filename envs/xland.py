@@ -228,8 +228,7 @@ class XLandEasy(XLandTask):
     name = "xland_easy"
     description = "XLand-MiniGrid 9x9 room: pick up the blue pyramid (a red ball distracts); 80 steps"
     episode_length = 80
-    # paper cascade (DESIGN.md §4); on 2 CPU cores the cpu preset takes about 4 minutes
-    # (best 0.73 at 150k steps, docs/evolution.md)
+    # paper cascade (DESIGN.md §4); what the cpu preset's search takes and finds: docs/evolution.md
     budgets = {"paper": paper_budget(500_000, 1_000_000, 0.05), "cpu": cpu_budget(150_000, 3, 3, 0.05)}
     goal = AgentHoldGoal(tile=_tile(Tiles.PYRAMID, Colors.BLUE))
     init_tiles = ((Tiles.PYRAMID, Colors.BLUE), (Tiles.BALL, Colors.RED))
@@ -273,7 +272,7 @@ class XLandHard(XLandTask):
     size = 13
     episode_length = 400
     ppo_presets = {"cpu": XLAND_CPU, "paper": xland_paper(13)}
-    # cpu preset: 18 programs of 1M steps x 2 seeds (wall and best over search seeds: docs/evolution.md)
+    # cpu preset: 18 programs of 1M steps x 2 seeds (what it takes and finds: docs/evolution.md)
     budgets = {"paper": paper_budget(3_000_000, 5_000_000, 0.01), "cpu": cpu_budget(1_000_000, 5, 3, 0.01)}
     reward_ast_bin_width = 60  # its reference reward has 956 nodes: bin 15 (see XLandMedium)
     goal = TileNearGoal(tile_a=_tile(Tiles.BALL, Colors.GREEN), tile_b=_tile(Tiles.HEX, Colors.YELLOW))

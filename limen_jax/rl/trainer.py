@@ -344,7 +344,7 @@ class BatchTrainer:
         seconds it compiled."""
         before = self.compile_s
         core, cfg = self.core, self.config
-        shapes = lambda name, fn, *args, **kw: out_shapes(self._compiled(name, fn, *args, **kw))  # noqa: E731
+        shapes = self._shapes
         ints = [jax.ShapeDtypeStruct(shape, jnp.int32) for shape in ((self._S,), (self._K,), ())]
         state = shapes("init", core.init, *ints, shard=False, once=True)
         key, k_roll, k_ppo, reset_keys = shapes("begin", core.begin, state, once=True)
@@ -366,22 +366,28 @@ class BatchTrainer:
         shapes("eval_tally", functools.partial(_tally, limit=core.eval_horizon), score, _extras(records), once=True)
         return self.compile_s - before
 
-    def _fresh_shapes(self, keys: Any) -> tuple[Any, Any]:
-        """:meth:`_reset` and :meth:`_observe` compiled: the shapes of (task states, φ)."""
-        tasks = out_shapes(self._compiled("reset", self.core.reset_tasks, keys))
+    def _shapes(self, name: str, fn: Callable[..., Any], *args: Any, shard: bool = True, once: bool = False) -> Any:
+        """``fn`` of the core compiled for these arguments: its outputs'
+        ``jax.ShapeDtypeStruct`` leaves, what the run's call would return."""
+        return out_shapes(self._compiled(name, fn, *args, shard=shard, once=once))
+
+    def _fresh_shapes(self, keys: jax.ShapeDtypeStruct) -> tuple[TaskState, jax.ShapeDtypeStruct]:
+        """:meth:`_reset` and :meth:`_observe` compiled: (task states, φ) of
+        ``jax.ShapeDtypeStruct`` leaves."""
+        tasks = self._shapes("reset", self.core.reset_tasks, keys)
         obs = out_shapes(self.kernel.compile(tasks.sim, self._no_action, tasks.sim, False))[1]
         self._account()
         return tasks, obs
 
-    def _step_shapes(self, ts: Any, ro: Any) -> tuple[Any, Any]:
-        """:meth:`_steps` compiled: the shapes of (ro, records); the split path's steps
-        all have the first's shapes."""
+    def _step_shapes(self, ts: TrainState, ro: Rollout) -> tuple[Rollout, StepRecords]:
+        """:meth:`_steps` compiled, on and to ``jax.ShapeDtypeStruct`` leaves: (ro,
+        records); the split path's steps all have the first's shapes."""
         core, cfg = self.core, self.config
         if self.fused is not None:
             out = out_shapes(self.fused.compile(ts, ro))
             self._account()
             return out  # type: ignore[no-any-return]
-        shapes = lambda name, fn, *args: out_shapes(self._compiled(name, fn, *args))  # noqa: E731
+        shapes = self._shapes
         acted = shapes("act", core.act, ts, ro.env, ro.carry, ro.prev_action, ro.prev_reward, ro.key, ro.greedy)
         reward, next_obs, terms = out_shapes(self.kernel.compile(ro.env.task.sim, acted.action, acted.next_task.sim,
                                                                  True))  # fmt: skip

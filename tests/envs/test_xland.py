@@ -150,7 +150,6 @@ def test_xland_builds_on_the_environment_xminigrid_makes():
     import inspect
 
     import xminigrid
-
     from limen_envs.xland import xland_environment
 
     environment = xland_environment()

@@ -432,3 +432,27 @@ def test_width_buckets_keep_search_shapes_few():
     assert len({bucket_width(d) for d in range(1, 513)}) == 11
     assert [bucket_width(d) for d in (513, 1254)] == [640, 1280]  # wide task defaults: one fixed size each
 
+
+
+def test_trainers_share_compiled_functions_through_their_compile_cache():
+    """Trainers of one shape given one CompileCache share its Core (and with it every
+    executable); another cache, or the same after clear(), builds its own. The kernels of
+    the least recently used batches go once more than kernels_kept are held."""
+    from limen_jax.rl import CompileCache
+    from limen_jax.rl.cache import PROCESS_CACHE
+
+    cache, other = CompileCache(kernels_kept=2), CompileCache()
+    ifaces = [IFACES["obs7"], IFACES["blind"]]
+    a = BatchTrainer(Corridor(), ifaces, CFG, 2, cache=cache)
+    b = BatchTrainer(Corridor(), ifaces[::-1], CFG, 2, cache=cache)
+    assert a.core is b.core and a.width == b.width == 64
+    assert BatchTrainer(Corridor(), ifaces, CFG, 2, cache=other).core is not a.core
+    assert BatchTrainer(Corridor(), ifaces, CFG, 2).core is PROCESS_CACHE.core(Corridor(), CFG, 64, a.layout)
+    assert BatchTrainer(Corridor(), ifaces, CFG.replace(lr=1e-3), 2, cache=cache).core is not a.core
+    first = cache.kernels(ifaces, 64, None)
+    assert cache.kernels(ifaces, 64, None) is first
+    cache.kernels(ifaces[:1], 64, None)
+    cache.kernels(ifaces[1:], 64, None)  # a third batch: the first one's kernels go
+    assert cache.kernels(ifaces, 64, None) is not first
+    cache.clear()
+    assert BatchTrainer(Corridor(), ifaces, CFG, 2, cache=cache).core is not a.core
