@@ -41,7 +41,7 @@ from fake_anthropic import FakeAnthropic, Reply  # noqa: E402
 import limen_jax as lj  # noqa: E402
 from limen_jax.llm import MutationRequest, OfflineMutator  # noqa: E402
 from limen_jax.program import Limits, check_sample  # noqa: E402
-from limen_jax.rl.trainer import forget_cores  # noqa: E402
+from limen_jax.rl.cache import PROCESS_CACHE  # noqa: E402
 
 
 class Model:
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = []
         for pipeline in (True, False):
             model.restart()
-            forget_cores()
+            PROCESS_CACHE.clear()
             runs.append(run(args.task, iterations, args.candidates, pipeline, Path(tmp)))
         print(f"\n{args.task}: {iterations} generations x {args.candidates} candidates, "
               f"fake LLM latency {args.latency:.0f} s, {fake.posts} calls")

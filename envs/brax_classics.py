@@ -29,11 +29,9 @@ from limen_envs.presets import BRAX_PAPER, MUJOCO_CPU, TINY_CPU, paper_budget
 from limen_jax.adapters.brax_env import BraxEnvTask
 from limen_jax.catalog import Catalog
 
-# Physics backend per task: the fastest on this CPU with jax 0.10 (random actions, 64 envs,
-# docs/tasks.md): MJX (impl "jax") for the 3-D ant and humanoid (ant 4.9 k vs 1.9 k steps/s
-# for "generalized", humanoid 3.2 k vs 1.1 k); "generalized" for the planar ones, where
-# MJX's default solver settings made walker2d (3.3 k vs 0.65 k) and halfcheetah (1.3 k vs
-# 0.6 k) slower.
+# Physics backend per task: the faster one on a CPU (docs/tasks.md): MJX (impl "jax") for
+# the 3-D ant and humanoid; "generalized" for the planar ones, where MJX's default solver
+# settings are slower.
 MJX, GENERALIZED = "mjx", "generalized"
 
 _CONTEXT = """\

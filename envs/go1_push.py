@@ -297,7 +297,7 @@ def _home_data(m: mujoco.MjModel) -> Any:
     """MJX data at the home keyframe after a forward pass, computed once on the host.
 
     Every episode starts from it, so reset is a copy rather than a traced ``mjx.forward``
-    (which cost ~15 s of compile time per compiled program on this CPU).
+    (slow to compile, and compiled into every program that resets).
     """
     d = mujoco.MjData(m)
     mujoco.mj_resetDataKeyframe(m, d, m.keyframe("home").id)

@@ -178,7 +178,7 @@ class PandaTrack(Task):
         }
         target = self.target_pos(jnp.float32(0.0), traj)
         # The arm always starts at home: reuse a host-computed forward pass (no traced
-        # mjx.forward, which cost ~15 s of compile time); only the target moves.
+        # mjx.forward, which is slow to compile); only the target moves.
         data = self._data0.replace(mocap_pos=self._data0.mocap_pos.at[self._mocap].set(target))
         info = {
             "rng": k_rng,

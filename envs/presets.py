@@ -12,8 +12,8 @@ from typing import Any
 from limen_jax.adapters.env_task import CONTINUOUS_CPU, CONTINUOUS_PAPER
 from limen_jax.task import Budget
 
-# Measured on this 2-core CPU (issue 3): xland_easy with a compact interface reaches about
-# 0.94 success by 250k steps at about 60k steps/s with these settings.
+# Settings for a 2-core CPU: small, fast updates with which xland_easy and a compact
+# interface learn within a few hundred thousand steps (docs/training.md).
 XLAND_CPU: dict[str, Any] = dict(
     num_envs=256, rollout_len=16, epochs=4, minibatches=4, lr=1e-3, anneal_lr=False,
     gamma=0.99, gae_lambda=0.95, clip_eps=0.2, vf_clip=None, ent_coef=0.01, vf_coef=0.5,

@@ -67,8 +67,5 @@ class Catalog:
     seed_features: tuple[int, int] = (2, 4)
     seed_terms: tuple[int, int] = (0, 1)
 
-    def feature(self, name: str) -> Feature:
-        return next(f for f in self.features if f.name == name)
-
     def term(self, name: str) -> Term:
         return next(t for t in self.terms if t.name == name)

@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"train: {exc}", file=sys.stderr)
         return 2
     from limen_jax.rl import train_batch
-    from limen_jax.rl.trainer import auto_rollout
+    from limen_jax.rl.batch import auto_rollout
     from limen_jax.stats import success_interval
 
     updates = config.num_updates(args.steps)

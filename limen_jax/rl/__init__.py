@@ -5,11 +5,15 @@
     result.success          # (K, S) evaluation success rates
 
 Modules: config (PPOConfig, presets), networks (MLP / GRU actor-critics), normalize,
-losses (compute_gae, ppo_loss), env (the environment state, the reset pool),
-core (the program-independent pure functions: init, begin, act, settle), update (GAE,
-PPO, statistics, freezing), kernel (the per-batch φ and R), trainer (BatchTrainer,
-train_batch: the host loop), evaluate, cascade (run_cascade, compile_cascade), result, watchdog
-(BatchTimeout: a deadline passed).
+losses (compute_gae, ppo_loss), ppo (one slot's PPO epochs), env (the batched
+interface, the environment state, the reset pool), state (the carried pytrees), core
+(the program-independent pure functions: init, begin, act, settle), update (GAE, PPO,
+statistics, freezing), kernel (the per-batch φ and R), fused (the rollout as one
+scan), evaluate, compiled and cache (executables shared by threads and trainers),
+shapes (width buckets, device layout), trainer (BatchTrainer: the host loop), batch
+(train_batch, BatchResult's making), cascade (run_cascade, compile_cascade), result,
+policy and rollouts (a trained policy, its episodes), watchdog (BatchTimeout: a
+deadline passed).
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from limen_jax.interface import Interface, default_interface
+from limen_jax.rl.batch import train_batch
+from limen_jax.rl.cache import CompileCache
 from limen_jax.rl.cascade import CascadeResult, compile_cascade, run_cascade
 from limen_jax.rl.config import PPOConfig
 from limen_jax.rl.losses import compute_gae, ppo_loss
 from limen_jax.rl.result import BatchResult
-from limen_jax.rl.trainer import BatchTrainer, TrainState, train_batch
+from limen_jax.rl.trainer import BatchTrainer, TrainState
 from limen_jax.rl.watchdog import BatchTimeout
 from limen_jax.task import Task, make
 
@@ -31,6 +37,7 @@ __all__ = [
     "BatchTimeout",
     "BatchTrainer",
     "CascadeResult",
+    "CompileCache",
     "PPOConfig",
     "TrainState",
     "compile_cascade",

@@ -16,17 +16,21 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TypeVar
 
 import jax
 import numpy as np
 
 from limen_jax.interface import Interface
+from limen_jax.rl.batch import batch_result, train_batch
+from limen_jax.rl.cache import CompileCache
 from limen_jax.rl.config import PPOConfig
 from limen_jax.rl.policy import Policy
 from limen_jax.rl.result import BatchResult
-from limen_jax.rl.trainer import BatchTrainer, policies_of, timed_evaluation, train_batch
+from limen_jax.rl.trainer import BatchTrainer
 from limen_jax.task import Task
+
+T = TypeVar("T")
 
 
 @dataclasses.dataclass
@@ -82,6 +86,7 @@ def run_cascade(
     pad_to: int | None = None,
     deadline: float | None = None,
     return_policies: bool = False,
+    cache: CompileCache | None = None,
 ) -> list[CascadeResult]:
     """Run the cascade over ``interfaces``; one result per interface, in order.
 
@@ -96,6 +101,7 @@ def run_cascade(
     deadline: ``time.monotonic()`` seconds for the whole cascade (rl.watchdog.BatchTimeout).
     return_policies: put each full-stage candidate's trained policies (one per seed) on
     its result (``CascadeResult.policies``); off by default (they are copied to the host).
+    cache: see :class:`BatchTrainer`.
     """
     seed_list, padded, full_u, short_u = _plan(interfaces, config, short_steps, full_steps, seeds, pad_to)
     if not seed_list:
@@ -107,22 +113,17 @@ def run_cascade(
     if short_u >= full_u:  # no gate: one full stage
         batch = train_batch(task, padded, seeds=seed_list, total_steps=full_steps, config=config,
                             eval_key=eval_key, rollout=rollout, deadline=deadline,
-                            return_policies=return_policies)  # fmt: skip
+                            return_policies=return_policies, cache=cache)  # fmt: skip
         out = [_result(batch, k, "full", True, float("nan")) for k in range(n)]
         return _phases(out, [batch])
 
     t0 = time.perf_counter()
-    first = BatchTrainer(task, padded, config, 1, rollout=rollout)
+    first = BatchTrainer(task, padded, config, 1, rollout=rollout, cache=cache)
     state1 = first.init(seed_list[:1], full_u)
     state1, curves1 = first.run(state1, short_u, deadline)
-    (success1, returns1, terms1), eval1_s = timed_evaluation(first, state1, key)
+    stage1 = batch_result(first, state1, curves1, seeds=seed_list[:1], updates=short_u, started=t0, key=key)
+    success1 = stage1.success
     survivors = [k for k in range(n) if success1[k, 0] >= threshold]
-    stage1 = BatchResult(
-        names=first.names, seeds=seed_list[:1], success=success1, final_return=returns1, curves=curves1,
-        steps=short_u * config.steps_per_update, wall_s=time.perf_counter() - t0, compile_s=first.compile_s,
-        diverged_at=first.real(np.asarray(state1.diverged_at)), kernel_compile_s=first.kernel_compile_s,
-        eval_s=eval1_s, term_names=first.term_names, eval_terms=terms1,
-    )  # fmt: skip
     stages = [stage1]
 
     results: list[CascadeResult | None] = [None] * len(interfaces)
@@ -134,12 +135,11 @@ def run_cascade(
         t1 = time.perf_counter()
         rows = _second_rows(survivors, len(padded), pad_to)
         second = BatchTrainer(task, [interfaces[k] for k in rows], config, len(seed_list), width=first.width,
-                              rollout=rollout)  # fmt: skip
+                              rollout=rollout, cache=cache)  # fmt: skip
         state2 = second.init(seed_list, full_u)
         state2 = second.graft(state2, state1, rows, seed_index=0)
         rest = full_u - short_u
         state2, curves2 = second.run(state2, full_u if len(seed_list) > 1 else rest, deadline)
-        (success2, returns2, terms2), eval2_s = timed_evaluation(second, state2, key)
         curves = {}
         for name, c2 in curves2.items():
             c = np.full(c2.shape[:2] + (full_u,), np.nan, np.float32)
@@ -148,13 +148,8 @@ def run_cascade(
             c[:, 0, :short_u] = curves1[name][rows, 0, :short_u]
             c[:, 0, short_u:] = c2[:, 0, :rest]
             curves[name] = c
-        stage2 = BatchResult(
-            names=second.names, seeds=seed_list, success=success2, final_return=returns2, curves=curves,
-            steps=full_u * config.steps_per_update, wall_s=time.perf_counter() - t1, compile_s=second.compile_s,
-            diverged_at=second.real(np.asarray(state2.diverged_at)), kernel_compile_s=second.kernel_compile_s,
-            eval_s=eval2_s, term_names=second.term_names, eval_terms=terms2,
-            policies=[policies_of(second, state2, j) for j in range(len(rows))] if return_policies else None,
-        )  # fmt: skip
+        stage2 = batch_result(second, state2, curves, seeds=seed_list, updates=full_u, started=t1, key=key,
+                              return_policies=return_policies)  # fmt: skip
         stages.append(stage2)
         for j, k in enumerate(survivors):
             results[k] = _result(stage2, j, "full", True, float(success1[k, 0]))
@@ -171,6 +166,7 @@ def compile_cascade(
     seeds: int | Sequence[int],
     rollout: str = "split",
     pad_to: int | None = None,
+    cache: CompileCache | None = None,
 ) -> float:
     """Compile what :func:`run_cascade` with these arguments will compile, training nothing
     (:meth:`BatchTrainer.compile_ahead`): the first stage, and the second as it is when
@@ -181,12 +177,12 @@ def compile_cascade(
     if not padded or not seed_list:
         return 0.0
     if short_u >= full_u:
-        return BatchTrainer(task, padded, config, len(seed_list), rollout=rollout).compile_ahead()
-    first = BatchTrainer(task, padded, config, 1, rollout=rollout)
+        return BatchTrainer(task, padded, config, len(seed_list), rollout=rollout, cache=cache).compile_ahead()
+    first = BatchTrainer(task, padded, config, 1, rollout=rollout, cache=cache)
     seconds = first.compile_ahead()
     rows = _second_rows(list(range(len(interfaces))), len(padded), pad_to)
     second = BatchTrainer(task, [padded[k] for k in rows], config, len(seed_list), width=first.width,
-                          rollout=rollout)  # fmt: skip
+                          rollout=rollout, cache=cache)  # fmt: skip
     return seconds + second.compile_ahead()
 
 
@@ -215,7 +211,7 @@ def _phases(results: list[CascadeResult], stages: list[BatchResult]) -> list[Cas
     return [dataclasses.replace(r, compile_s=compile_s, eval_s=eval_s) if i == 0 else r for i, r in enumerate(results)]
 
 
-def _padded(items: list[Any], size: int) -> list[Any]:
+def _padded(items: list[T], size: int) -> list[T]:
     """``items`` filled up to ``size`` with copies of its last element."""
     return items + items[-1:] * (size - len(items))
 

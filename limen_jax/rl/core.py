@@ -16,27 +16,26 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from limen_jax.rl.compiled import CompileOnce
+from limen_jax.rl.compiled import CompileOnce, Wrap
 from limen_jax.rl.config import PPOConfig
 from limen_jax.rl.env import EnvState, ResetPool, take_fresh, vmap_lead
 from limen_jax.rl.networks import ActorCritic
-from limen_jax.rl.normalize import Moments, ObsStats, batch_moments, init_stats, normalize, update_stats
+from limen_jax.rl.normalize import ObsStats, batch_moments, init_stats, normalize, update_stats
 from limen_jax.rl.ppo import Batch, FlatTree
 from limen_jax.rl.state import Acted, Rollout, TrainState
-from limen_jax.rl.update import finish_update, stack_records
+from limen_jax.rl.update import Records, finish_update, stack_records
 from limen_jax.task import Task, TaskState, tree_where
 from limen_jax.xla_options import run_once
 
-PyTree = Any
 
-
-def slots(fn: Any) -> Any:
+def slots(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` vmapped over the two slot axes [K, S]."""
     return vmap_lead(fn, 2)
 
@@ -66,15 +65,15 @@ class Core:
         # instead of a few per parameter leaf (XLA's CPU compile time scales with those).
         template = jax.eval_shape(lambda k: self.net.init(k, self.width), jax.random.key(0))
         self.flat = FlatTree(template)
-        self._compiled = CompileOnce()  # shared by the threads that train and compile ahead
+        self._compiled: CompileOnce[jax.stages.Compiled] = CompileOnce()  # the training and compile-ahead threads
         self.compile_times: dict[str, float] = {}  # name -> seconds compiling it (all shapes)
         self._times_lock = threading.Lock()
 
     # --- compiled entry points ----------------------------------------------------------
 
     def compiled(
-        self, name: str, fn: Any, wrap: Any, donate: tuple[int, ...], *args: Any, once: bool = False
-    ) -> tuple[Any, float]:
+        self, name: str, fn: Callable[..., Any], wrap: Wrap | None, *args: Any, once: bool = False
+    ) -> tuple[jax.stages.Compiled, float]:
         """``fn`` (pure, built from this core alone; ``name`` identifies it) compiled for
         these arguments' shapes (arrays or ``jax.ShapeDtypeStruct``), and the seconds this
         call spent compiling it or waiting for another thread's compile of it (0 when it
@@ -82,12 +81,12 @@ class Core:
         ``once``: ``fn`` runs once per update or per run, so it compiles with
         :func:`limen_jax.xla_options.run_once` (a separate executable from the per-step one)."""
         leaves, treedef = jax.tree.flatten(args)
-        # dtype objects, not their names: str(dtype) was ~40 % of a small split update's host time
+        # dtype objects, not their names: str(dtype) is slow on the per-step path
         sig = (name, once, treedef, tuple((x.shape, x.dtype) for x in leaves))
 
-        def build() -> Any:
+        def build() -> jax.stages.Compiled:
             start = time.perf_counter()
-            lowered = jax.jit(wrap(fn, len(args)) if wrap is not None else fn, donate_argnums=donate).lower(*args)
+            lowered = jax.jit(wrap(fn, len(args)) if wrap is not None else fn).lower(*args)
             exe = lowered.compile(run_once() if once else None)
             with self._times_lock:  # the compile itself, once, whichever thread ran it
                 self.compile_times[name] = self.compile_times.get(name, 0.0) + time.perf_counter() - start
@@ -107,7 +106,7 @@ class Core:
         dims_ks = jnp.broadcast_to(dims[:, None], (K, S))
         init_keys = jnp.broadcast_to(k_init, (K, S))
         # one slot at a time (lax.map, not vmap): the initialisers' Newton-Schulz loops
-        # compiled batched over K x S took ~30 s on a CPU for 16 slots, ~3 s unbatched
+        # compile far more slowly batched over K x S
         flat_init = lambda kd: self.flat.ravel(net.init_padded(kd[0], W, kd[1]))  # noqa: E731
         params = jax.lax.map(flat_init, (init_keys.reshape(-1), dims_ks.reshape(-1))).reshape(K, S, -1)
         opt_state = slots(self.optimizer.init)(params)
@@ -245,7 +244,7 @@ class Core:
     def settle(
         self, ts: TrainState, ro: Rollout, acted: Acted, reward: jax.Array, next_obs: jax.Array,
         fresh_task: TaskState | None, fresh_obs: jax.Array | None, terms: jax.Array | None = None,
-    ) -> tuple[Rollout, tuple[Batch, dict[str, jax.Array], Moments]]:  # fmt: skip
+    ) -> tuple[Rollout, Records]:  # fmt: skip
         """Auto-reset the envs whose episode ended, bootstrap V of the true next state,
         and record the step. fresh_*: start states for every env (reset_pool = 0 only).
         terms: the step's reward terms [K, S, N, num_terms] (None when num_terms = 0)."""
@@ -284,11 +283,11 @@ class Core:
                          key=acted.key)  # fmt: skip
         return nxt, (batch, extra, moments)
 
-    def update(self, ts: TrainState, ro: Rollout, records: list[Any]) -> tuple[TrainState, dict[str, jax.Array]]:
+    def update(self, ts: TrainState, ro: Rollout, records: list[Records]) -> tuple[TrainState, dict[str, jax.Array]]:
         """GAE and PPO on the rollout's records (one per step), statistics, freezing and metrics."""
         return finish_update(self, ts, ro, stack_records(records))
 
-    def update_stacked(self, ts: TrainState, ro: Rollout, stacked: Any) -> tuple[TrainState, dict[str, jax.Array]]:
+    def update_stacked(self, ts: TrainState, ro: Rollout, stacked: Records) -> tuple[TrainState, dict[str, jax.Array]]:
         """:meth:`update` on records already stacked per slot, leaves [K, S, T, N, ...]
         (what a fused rollout returns)."""
         return finish_update(self, ts, ro, stacked)

@@ -1,14 +1,15 @@
-"""The one wrapper where an interface enters: auto-reset with φ and R injected inside it.
+"""The candidates' side of the environments: :class:`BatchedInterface` applies K
+interfaces' φ and R over a leading candidate axis (candidate k's programs touch only
+slice k, a static unroll), :class:`EnvState` is the environments' state (the task's, φ
+of it, the episode's step count and sums), :class:`ResetPool` hands out fresh episode
+starts.
 
-R is computed on the true transition (s, a, s') *before* the auto-reset replaces s', so
-a reward paid only on the goal transition reaches the learner (computing R on the
-post-reset state silently drops every terminal bonus). An episode ends when the task
-terminates (``TaskState.done``) or after ``task.episode_length`` steps (truncation; the
-learner bootstraps from V(φ(s')) of the true, pre-reset s'). At each episode end the
-step reports the episode's return under R, its length, and ``TaskState.success``.
-
-Leaves carry a leading candidate axis K followed by any batch axes; candidate k's φ and
-R are applied only to slice k (a static unroll, see :class:`BatchedInterface`).
+The trainer steps them (:mod:`limen_jax.rl.core`): R is computed on the true transition
+(s, a, s') *before* the auto-reset replaces s', so a reward paid only on the goal
+transition reaches the learner (computing R on the post-reset state silently drops
+every terminal bonus). An episode ends when the task terminates (``TaskState.done``) or
+at the horizon (truncation; the learner bootstraps from V(φ(s')) of the true, pre-reset
+s').
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def _reward(iface: Interface, s: PyTree, a: jax.Array, s2: PyTree, nb: int) -> j
 
 
 class EnvState(struct.PyTreeNode):
-    """Wrapped environments; every leaf has leading axes [K, *B].
+    """The environments of a batch; every leaf has leading axes [K, *B].
 
     task: the task's state. obs: float32[..., width], φ of the current state.
     t: int32, steps taken in the current episode. ep_return: float32, R summed so far.
@@ -126,30 +127,10 @@ class EnvState(struct.PyTreeNode):
     ep_terms: jax.Array | None = None
 
 
-class StepInfo(struct.PyTreeNode):
-    """What one wrapped step reports; leaves [K, *B].
-
-    reward: R(s, a, s') on the true transition. terminated: the task ended the episode.
-    truncated: the horizon cut it (and it did not terminate). next_obs: φ of the true,
-    pre-reset s' (for bootstrapping at truncation). episode_end = terminated | truncated;
-    where it holds, episode_return / episode_length / episode_success describe the
-    episode that just ended (success = ``TaskState.success`` at its end).
-    """
-
-    reward: jax.Array
-    terminated: jax.Array
-    truncated: jax.Array
-    next_obs: jax.Array
-    episode_end: jax.Array
-    episode_return: jax.Array
-    episode_length: jax.Array
-    episode_success: jax.Array
-
-
-# Resetting costs far more than stepping for some simulators (xminigrid's reset is ~12x
-# its step on a CPU), and under vmap an auto-reset computes a reset for every env at every
-# step. A pool of fresh states drawn once per rollout, handed out in order to the envs
-# that end, makes that cost P per rollout instead of N per step.
+# Resetting costs far more than stepping for some simulators (xminigrid's among them), and
+# under vmap an auto-reset computes a reset for every env at every step. A pool of fresh
+# states drawn once per rollout, handed out in order to the envs that end, makes that
+# cost P per rollout instead of N per step.
 
 
 class ResetPool(struct.PyTreeNode):

@@ -6,8 +6,8 @@ The split path (:class:`limen_jax.rl.trainer.BatchTrainer` with ``rollout="split
 calls three executables per step, ``act`` and ``settle`` compiled once per shape and
 shared by every later batch, the kernel per batch. That keeps a new batch's compile to
 the kernel alone, which is what a search over many batches needs, but every step pays
-three dispatches and XLA cannot fuse across them: on a 2-core CPU, a 16-step xland
-rollout of one slot took 22 ms split and 9 ms fused. Here the same functions are traced
+three dispatches and XLA cannot fuse across them (docs/training.md compares the two).
+Here the same functions are traced
 into one ``lax.scan`` with the batch's programs inside, so the whole rollout compiles
 per batch (a few seconds: the task step, the policy and the programs together) and
 then runs at the speed of a hand-fused PureJaxRL loop. Same functions, same order of
@@ -16,19 +16,20 @@ random draws: a fused run matches a split run up to float rounding.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 
-from limen_jax.rl.compiled import CompileOnce
+from limen_jax.rl.compiled import CompileOnce, Wrap
 from limen_jax.rl.core import Core, Rollout, TrainState
-from limen_jax.rl.kernel import CompiledByShape
+from limen_jax.rl.kernel import CompiledByShape, Kernel
+from limen_jax.rl.update import Records
 
-PyTree = Any
 
-
-def rollout_fn(core: Core, kernel: Any, no_action: jax.Array) -> Any:
+def rollout_fn(
+    core: Core, kernel: Kernel, no_action: jax.Array
+) -> Callable[[TrainState, Rollout], tuple[Rollout, Records]]:
     """(ts, ro) -> (ro after T steps, records stacked per slot [K, S, T, N, ...]).
 
     kernel: :func:`limen_jax.rl.kernel.kernel_fn` of the batch. no_action: the action
@@ -36,10 +37,10 @@ def rollout_fn(core: Core, kernel: Any, no_action: jax.Array) -> Any:
     """
     cfg = core.config
 
-    def rollout(ts: TrainState, ro: Rollout) -> tuple[Rollout, Any]:
+    def rollout(ts: TrainState, ro: Rollout) -> tuple[Rollout, Records]:
         with_reward = jnp.ones(ts.update.shape, bool)
 
-        def step(ro: Rollout, _: None) -> tuple[Rollout, Any]:
+        def step(ro: Rollout, _: None) -> tuple[Rollout, Records]:
             acted = core.act(ts, ro.env, ro.carry, ro.prev_action, ro.prev_reward, ro.key, ro.greedy)
             reward, next_obs, terms = kernel(ro.env.task.sim, acted.action, acted.next_task.sim, with_reward)
             fresh_task, fresh_obs = None, None
@@ -60,7 +61,8 @@ class FusedRollout(CompiledByShape):
     applied first. ``memo``: see :class:`CompiledByShape`."""
 
     def __init__(
-        self, core: Core, kernel: Any, no_action: jax.Array, wrap: Any = None, memo: CompileOnce | None = None
-    ) -> None:
+        self, core: Core, kernel: Kernel, no_action: jax.Array, wrap: Wrap | None = None,
+        memo: CompileOnce | None = None,
+    ) -> None:  # fmt: skip
         fn = rollout_fn(core, kernel, no_action)
         super().__init__(wrap(fn, 2) if wrap is not None else fn, wrap is not None, memo)

@@ -9,18 +9,21 @@ A new batch of programs compiles just this kernel: one φ and one R per candidat
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from limen_jax.rl.compiled import CompileOnce, out_shapes
+from limen_jax.rl.compiled import CompileOnce, Wrap
 from limen_jax.rl.env import BatchedInterface
 
 PyTree = Any
+# (sim, action, next_sim, with_reward) -> (reward, φ(next_sim), terms or None): see kernel_fn
+Kernel = Callable[[PyTree, jax.Array, PyTree, jax.Array], tuple[jax.Array, jax.Array, jax.Array | None]]
 
 
-def kernel_fn(iface: BatchedInterface, parts: int = 1) -> Any:
+def kernel_fn(iface: BatchedInterface, parts: int = 1) -> Kernel:
     """(sim, action, next_sim, with_reward) -> (reward float32[K, S, N], φ(next_sim)
     float32[K, S, N, width], terms float32[K, S, N, M] or None); leaves of sim lead with
     [K, S, N]. terms: the reward's named terms in ``iface.num_terms`` slots (see
@@ -58,7 +61,7 @@ def kernel_fn(iface: BatchedInterface, parts: int = 1) -> Any:
     return kernel
 
 
-def _sharded_kernel(iface: BatchedInterface, parts: int) -> Any:
+def _sharded_kernel(iface: BatchedInterface, parts: int) -> Kernel:
     n = len(iface) // parts
     kernels = []
     for j in range(parts):
@@ -78,46 +81,57 @@ class CompiledByShape:
     """``fn`` jitted, compiled on first use for each argument shape and dtype (``compile_s``
     accumulates the seconds spent compiling, or waiting for another thread's compile);
     with ``sharded``, arguments are placed as the executable expects (a shard_map over
-    seeds). With ``abstract`` set, it is called with ``jax.ShapeDtypeStruct`` leaves and
-    compiles and returns the output shapes (limen_jax.rl.compiled). ``memo``: executables
-    shared with other instances of the same function (a batch compiled ahead by another
-    trainer)."""
+    seeds). ``memo``: executables shared with other instances of the same function (a
+    batch compiled ahead by another trainer)."""
 
-    def __init__(self, fn: Any, sharded: bool = False, memo: CompileOnce | None = None) -> None:
+    def __init__(self, fn: Callable[..., Any], sharded: bool = False, memo: CompileOnce | None = None) -> None:
         self._jit = jax.jit(fn)
         self._sharded = sharded
         self._compiled = CompileOnce() if memo is None else memo
         self.compile_s = 0.0
-        self.abstract = False  # a flag, not a check of every call's leaves: this is the per-step path
+
+    def compile(self, *args: Any) -> jax.stages.Compiled:
+        """The executable for these arguments (arrays or ``jax.ShapeDtypeStruct``)."""
+        return self._executable(args)
 
     def __call__(self, *args: Any) -> Any:
-        sig = tuple((x.shape, x.dtype) for x in jax.tree.leaves(args))
-        exe, seconds = self._compiled.get(sig, lambda: self._jit.lower(*args).compile())
-        self.compile_s += seconds
-        if self.abstract:
-            return out_shapes(exe)
+        exe = self._executable(args)
         if self._sharded:
             args = jax.device_put(args, exe.input_shardings[0])
         return exe(*args)
+
+    def _executable(self, args: tuple[Any, ...]) -> jax.stages.Compiled:
+        sig = tuple((x.shape, x.dtype) for x in jax.tree.leaves(args))
+        exe, seconds = self._compiled.get(sig, lambda: self._jit.lower(*args).compile())
+        self.compile_s += seconds
+        return exe  # type: ignore[no-any-return]
 
 
 class ProgramKernel(CompiledByShape):
     """:func:`kernel_fn` compiled on first use for each batch shape [K, S, N] (``compile_s``
     accumulates the time spent compiling). ``wrap`` (e.g. a shard_map) is applied first.
     ``memo``: see :class:`CompiledByShape`; one per (programs, width, wrap). ``parts``: see
-    :func:`kernel_fn`."""
+    :func:`kernel_fn`. ``with_reward`` is a Python bool here (the flag array is made once)."""
 
     def __init__(
-        self, iface: BatchedInterface, wrap: Any = None, memo: CompileOnce | None = None, parts: int = 1
+        self, iface: BatchedInterface, wrap: Wrap | None = None, memo: CompileOnce | None = None, parts: int = 1
     ) -> None:
         fn = kernel_fn(iface, parts)
         super().__init__(wrap(fn) if wrap is not None else fn, wrap is not None, memo)
-        self._flags: dict[tuple[Any, ...], jax.Array] = {}  # made once: an eager op per step costs ~0.1 ms
+        self._flags: dict[tuple[tuple[int, ...], bool], jax.Array] = {}  # made once: not an eager op per step
+
+    def _flag(self, action: jax.Array | jax.ShapeDtypeStruct, with_reward: bool) -> jax.Array:
+        key = (action.shape[:2], bool(with_reward))
+        if key not in self._flags:
+            self._flags[key] = jnp.full(key[0], key[1])
+        return self._flags[key]
+
+    def compile(  # type: ignore[override]
+        self, sim: PyTree, action: jax.Array | jax.ShapeDtypeStruct, next_sim: PyTree, with_reward: bool
+    ) -> jax.stages.Compiled:
+        return super().compile(sim, action, next_sim, self._flag(action, with_reward))
 
     def __call__(  # type: ignore[override]
         self, sim: PyTree, action: jax.Array, next_sim: PyTree, with_reward: bool
     ) -> tuple[jax.Array, jax.Array, jax.Array | None]:
-        key = (action.shape[:2], bool(with_reward))
-        if key not in self._flags:
-            self._flags[key] = jnp.full(key[0], key[1])
-        return super().__call__(sim, action, next_sim, self._flags[key])
+        return super().__call__(sim, action, next_sim, self._flag(action, with_reward))  # type: ignore[no-any-return]

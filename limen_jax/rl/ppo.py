@@ -52,7 +52,7 @@ class FlatTree:
 
 def shuffle(key: jax.Array, n: int) -> jax.Array:
     """A uniformly random permutation of range(n), int32[n], for n < 2**31. The same idea
-    as ``jax.random.permutation`` at about a quarter of its cost on a CPU, where XLA sorts
+    as ``jax.random.permutation`` at a fraction of its cost on a CPU, where XLA sorts
     (key, index) pairs slowly and one uint32 array quickly: each round sorts random bits
     with the index packed into their low ``b = bit_length(n - 1)`` bits (ties keep index
     order, as in a stable sort), and like JAX it draws rounds until ``n**3`` keys' worth of
@@ -112,7 +112,6 @@ def ppo_update(
     def minibatch(carry: tuple[jax.Array, PyTree], idx: jax.Array) -> tuple[Any, Any]:
         # gather this minibatch's samples (int32[width // M]) here, not a whole shuffled
         # copy of the rollout per epoch that is then sliced: one copy of the data, not two
-        # (a K=8 x S=2 xland update took 3-7 % less time on a 2-core CPU, same numbers)
         p, o = carry
         take = lambda x: x.at[:, idx].get(mode="promise_in_bounds")  # noqa: E731
         mb = (jax.tree.map(take, batch), carry0.at[idx].get(mode="promise_in_bounds"))

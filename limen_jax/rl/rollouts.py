@@ -11,6 +11,7 @@ critic, GRACE's learner negatives), and what ``python -m limen_jax.rollout`` pri
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -21,7 +22,7 @@ from flax import struct
 from limen_jax.interface import Interface
 from limen_jax.rl.config import PPOConfig
 from limen_jax.rl.networks import ActorCritic
-from limen_jax.rl.normalize import normalize
+from limen_jax.rl.normalize import ObsStats, normalize
 from limen_jax.rl.policy import Policy
 from limen_jax.task import Task
 
@@ -88,10 +89,12 @@ def rollouts(
     if episodes < 1:
         raise ValueError("episodes must be at least 1")
     run = _compiled(task, interface, policy, int(episodes), min(int(keep_sims), int(episodes)))
-    return run(policy.params, policy.obs_stats, jax.random.key(int(seed)))  # type: ignore[no-any-return]
+    return run(policy.params, policy.obs_stats, jax.random.key(int(seed)))
 
 
-def _compiled(task: Task, interface: Interface, policy: Policy, episodes: int, keep_sims: int) -> Any:
+def _compiled(
+    task: Task, interface: Interface, policy: Policy, episodes: int, keep_sims: int
+) -> Callable[[Any, ObsStats, jax.Array], RolloutLog]:
     config, net = network_of(policy, task)
     width, obs_dim = int(policy.metadata["width"]), int(interface.obs_dim)
     mask = jnp.arange(width) < obs_dim
@@ -113,7 +116,7 @@ def _compiled(task: Task, interface: Interface, policy: Policy, episodes: int, k
         return t.sum(-1), t
 
     @jax.jit
-    def run(params: Any, stats: Any, key: jax.Array) -> RolloutLog:
+    def run(params: Any, stats: ObsStats, key: jax.Array) -> RolloutLog:
         k_reset, k_act = jax.random.split(key)
         start = jax.vmap(task.reset)(jax.random.split(k_reset, episodes))
 

@@ -11,11 +11,11 @@ same seed.
 Compiling is split at the programs. The pure functions of :mod:`limen_jax.rl.core`
 (task step and reset, networks, PPO update, evaluation) never see a program: they are
 compiled once per (task, K, S, width bucket, config) and reused by every later batch,
-in this process and, through JAX's persistent cache, across processes. The K programs'
-φ and R form a small per-batch kernel (:mod:`limen_jax.rl.kernel`), the only compile a
-new batch pays, and a search pays even that off its critical path:
-:meth:`BatchTrainer.compile_ahead` compiles a batch on another thread, running nothing,
-while the previous batch trains (:mod:`limen_jax.rl.compiled`). The host drives each
+in this process (:mod:`limen_jax.rl.cache`) and, through JAX's persistent cache, across
+processes. The K programs' φ and R form a small per-batch kernel
+(:mod:`limen_jax.rl.kernel`), the only compile a new batch pays, and a search pays even
+that off its critical path: :meth:`BatchTrainer.compile_ahead` compiles a batch on
+another thread, running nothing, while the previous batch trains. The host drives each
 update: begin, then per rollout step act -> kernel -> settle, then update (dispatch is
 asynchronous, so the host loop overlaps the device work).
 
@@ -23,19 +23,18 @@ Slot (k, s) draws all its randomness from ``jax.random.key(seeds[s])`` (never fr
 which is what makes a batched run match single runs. With several devices (GPUs, or
 ``--xla_force_host_platform_device_count`` on a CPU) the K x S slots are sharded over
 them (``shard_map`` over a ("cand", "seed") mesh: no communication), the layout chosen
-to give each device the fewest slots (:func:`layout`); where K or S does not divide,
-slots are padded (the last candidate or seed again, its results dropped). A device
-holding a share of the candidates runs only their programs (a switch on its index).
+to give each device the fewest slots (:func:`~limen_jax.rl.shapes.layout`); where K or
+S does not divide, slots are padded (the last candidate or seed again, its results
+dropped). A device holding a share of the candidates runs only their programs (a
+switch on its index).
 """
 
 from __future__ import annotations
 
-import collections
 import functools
-import threading
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -43,120 +42,25 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from limen_jax.interface import Interface
-from limen_jax.rl.compiled import CompileOnce, out_shapes
+from limen_jax.rl.cache import PROCESS_CACHE, CompileCache
+from limen_jax.rl.compiled import out_shapes
 from limen_jax.rl.config import PPOConfig
-from limen_jax.rl.core import Core, Rollout, TrainState
+from limen_jax.rl.core import Rollout, TrainState
 from limen_jax.rl.env import BatchedInterface, vmap_lead
 from limen_jax.rl.evaluate import Score, eval_begin, eval_start, eval_tally
 from limen_jax.rl.fused import FusedRollout
 from limen_jax.rl.kernel import ProgramKernel, kernel_fn
-from limen_jax.rl.normalize import ObsStats
-from limen_jax.rl.policy import Policy
-from limen_jax.rl.result import BatchResult
-from limen_jax.rl.update import METRICS, stack_records
+from limen_jax.rl.shapes import bucket_width, layout
+from limen_jax.rl.update import METRICS, Records, stack_records
 from limen_jax.rl.watchdog import check_deadline
-from limen_jax.task import Task
+from limen_jax.task import Task, TaskState
 from limen_jax.xla_cache import enable_compilation_cache
 
-PyTree = Any
+__all__ = ["METRICS", "BatchTrainer", "TrainState", "term_curves"]
 
-__all__ = [
-    "FUSE_MIN_UPDATES", "FUSE_MIN_UPDATE_STEPS", "METRICS", "BatchTrainer", "TrainState", "auto_rollout",
-    "bucket_width", "forget_cores", "timed_evaluation", "train_batch",
-]  # fmt: skip
-
-
-def bucket_width(dim: int) -> int:
-    """The padded observation width for a widest obs_dim of ``dim``: 64, then multiples
-    of 32 up to 256 and of 64 up to 512 (beyond, multiples of 128: only task defaults are
-    wider than programs may be, and a task's default has one fixed size), so that every
-    batch of programs (1-512 features) falls in one of eleven shapes and a search compiles
-    the program-independent part at most eleven times. Padding is cheap at small widths
-    (on a 2-core CPU an xland update of 2 x 2 slots at width 64 took 3 % longer than at
-    32) and not at larger ones: 8 programs of 17-147 features x 2 seeds updated in ~1190
-    ms at 256, ~910 at 192, ~810 at 160 and ~800 at 147 (docs/training.md); a new shape
-    costs a 15-20 s compile there, once per process and then from the persistent cache."""
-    dim = max(int(dim), 1)
-    if dim > 512:
-        return -(-dim // 128) * 128
-    if dim > 256:
-        return -(-dim // 64) * 64
-    return max(64, -(-dim // 32) * 32)
-
-
-# A single run fuses its rollout (train_batch's "auto") from this many updates on: at the
-# cpu preset (256 envs x 16) a fused xland rollout saved ~13 ms per update and cost ~2 s
-# more compiling than the split one (docs/training.md), even at ~150 updates ...
-FUSE_MIN_UPDATES = 200
-# ... or from two updates on where an update is this many transitions a slot: at the paper
-# preset (8192 x 16) fusing saved ~6 s an update for ~6 s more compiling (docs/fidelity.md).
-FUSE_MIN_UPDATE_STEPS = 65_536
-
-
-def auto_rollout(config: PPOConfig, updates: int) -> str:
-    """The rollout "auto" picks for one run of ``updates`` updates: "fused" where its faster
-    steps repay its longer compile (see FUSE_MIN_UPDATES), else "split"."""
-    big = config.steps_per_update >= FUSE_MIN_UPDATE_STEPS and updates >= 2
-    return "fused" if updates >= FUSE_MIN_UPDATES or big else "split"
-
-# One Core per (task, config, width, sharding): its compiled functions serve every
-# batch of programs of those shapes in this process. A task is known by its class, name,
-# horizon and parameters (what ``Task.with_params`` changes).
-_CORES: dict[tuple[Any, ...], Core] = {}
-
-
-# The kernels' executables of the last few batches, by (programs, width, sharding): a
-# batch compiled ahead (BatchTrainer.compile_ahead) hands them to the trainer that runs it.
-_KERNELS: collections.OrderedDict[tuple[Any, ...], CompileOnce] = collections.OrderedDict()
-_KERNELS_KEPT = 8
-_KERNELS_LOCK = threading.Lock()
-
-
-def forget_cores() -> None:
-    """Drop this process's compiled functions (program-independent ones and the kernels),
-    so the next batch of every shape compiles them again (benchmarks comparing cold runs
-    in one process)."""
-    _CORES.clear()
-    with _KERNELS_LOCK:
-        _KERNELS.clear()
-
-
-def layout(num_candidates: int, num_seeds: int, num_devices: int) -> tuple[int, int] | None:
-    """How K x S slots shard over D devices: (devices along K, devices along S), their
-    product D, chosen for the fewest slots per device once K and S are padded to
-    multiples (ties: more along S, which needs no switch between programs); None when
-    sharding would not lower the slots per device (one device, or K = S = 1)."""
-    K, S, D = int(num_candidates), int(num_seeds), int(num_devices)
-    best, cost = None, K * S
-    for ds in sorted((d for d in range(1, D + 1) if D % d == 0), reverse=True):
-        dk = D // ds
-        c = -(-K // dk) * -(-S // ds)
-        if c < cost:
-            best, cost = (dk, ds), c
-    return best
-
-
-def kernel_memo(interfaces: Sequence[Interface], width: int, sharded: Any, core: Core | None = None) -> CompileOnce:
-    """The shared executables of these programs' kernel (interfaces by identity), or with
-    ``core`` of their fused rollout. sharded: the trainer's layout (None: unsharded)."""
-    key = (tuple(interfaces), int(width), sharded, core)
-    with _KERNELS_LOCK:
-        memo = _KERNELS.pop(key, None) or CompileOnce()
-        _KERNELS[key] = memo
-        while len(_KERNELS) > _KERNELS_KEPT:
-            _KERNELS.popitem(last=False)
-    return memo
-
-
-def shared_core(task: Task, config: PPOConfig, width: int, sharded: Any, num_terms: int = 0) -> Core:
-    """The Core of these shapes; sharded: the trainer's layout (None: unsharded), which
-    its compiled functions are wrapped for."""
-    ident = (type(task).__module__, type(task).__qualname__, task.name, int(task.episode_length),
-             tuple(sorted((k, repr(v)) for k, v in dict(task.params).items())))  # fmt: skip
-    key = (ident, config, int(width), sharded, int(num_terms))
-    if key not in _CORES:
-        _CORES[key] = Core(task, config, width, num_terms)
-    return _CORES[key]
+A = TypeVar("A", np.ndarray, jax.Array)
+# a rollout's records: the split path's one per step, or the fused rollout's stacked
+StepRecords = list[Records] | Records
 
 
 class BatchTrainer:
@@ -174,8 +78,10 @@ class BatchTrainer:
     ``act`` and ``settle`` and the batch's kernel, so a new batch compiles only its
     programs; "fused" compiles the whole rollout with the programs inside as one scan
     per batch (:mod:`limen_jax.rl.fused`): a few seconds more compiling, faster running.
+    ``cache``: where compiled functions are shared with other trainers (default: the
+    process's, :data:`~limen_jax.rl.cache.PROCESS_CACHE`).
     ``compile_s``: seconds this trainer spent compiling (kernel and any core function
-    not compiled before in this process).
+    not compiled before in its cache).
     """
 
     def __init__(
@@ -188,17 +94,17 @@ class BatchTrainer:
         width: int | None = None,
         shard: bool = True,
         rollout: str = "split",
+        cache: CompileCache | None = None,
     ) -> None:
         if rollout not in ("split", "fused"):
             raise ValueError(f"rollout must be 'split' or 'fused', got {rollout!r}")
         enable_compilation_cache()
+        cache = PROCESS_CACHE if cache is None else cache
         self.task = task
         self.config = config
-        dims = [int(i.obs_dim) for i in interfaces]
         # split: a width bucket, so that later batches reuse this one's compiled core;
-        # fused compiles the rollout per batch anyway and is for running speed: the exact
-        # width (an xland update of a 17-feature program took 43 ms at 64, 32 ms at 17)
-        widest = max(dims, default=1)
+        # fused compiles the rollout per batch anyway and is for running speed: the exact width
+        widest = max((int(i.obs_dim) for i in interfaces), default=1)
         self.num_candidates = len(interfaces)  # K and S as asked; the state holds the padded slots
         self.num_seeds = int(num_seeds)
         devices = jax.devices()
@@ -211,20 +117,19 @@ class BatchTrainer:
         self.mesh: Mesh | None = None
         if self.layout is not None:
             self.mesh = Mesh(np.asarray(devices).reshape(dk, ds), ("cand", "seed"))
-        self.core = shared_core(task, config, self.width, self.layout, self.iface.num_terms)
+        self.core = cache.core(task, config, self.width, self.layout, self.iface.num_terms)
         self.net = self.core.net
-        memo = kernel_memo(self.iface.interfaces, self.width, self.layout)
+        memo = cache.kernels(self.iface.interfaces, self.width, self.layout)
         self.kernel = ProgramKernel(self.iface, None if self.mesh is None else lambda f: self._shard(f, 4), memo,
                                     parts=dk)  # fmt: skip
         self.compile_s = 0.0
         self._core_compile_s = 0.0
-        self._abstract = False  # compile_ahead in progress: calls take and give shapes
         shape = (self._K, self._S, config.num_envs)
         self._no_action = self.net.dist.to_env(self.net.dummy_action(shape))
         self.fused: FusedRollout | None = None
         if rollout == "fused":
             wrap = None if self.mesh is None else self._shard
-            memo = kernel_memo(self.iface.interfaces, self.width, self.layout, self.core)
+            memo = cache.kernels(self.iface.interfaces, self.width, self.layout, self.core)
             self.fused = FusedRollout(self.core, kernel_fn(self.iface, dk), self._no_action, wrap, memo)
 
     @property
@@ -236,7 +141,7 @@ class BatchTrainer:
         """Per candidate, its reward terms' names (() for a scalar reward)."""
         return list(self.iface.term_names[: self.num_candidates])
 
-    def real(self, x: Any) -> Any:
+    def real(self, x: A) -> A:
         """``x`` (leading axes: the padded slots) cut to the K x S slots asked for."""
         return x[: self.num_candidates, : self.num_seeds]
 
@@ -249,35 +154,34 @@ class BatchTrainer:
     def _account(self) -> None:
         self.compile_s = self._core_compile_s + self.kernel_compile_s
 
-    def _shard(self, fn: Any, nargs: int) -> Any:
+    def _shard(self, fn: Callable[..., Any], nargs: int) -> Callable[..., Any]:
         spec = PartitionSpec("cand", "seed")
         return jax.shard_map(fn, mesh=self.mesh, in_specs=(spec,) * nargs, out_specs=spec, check_vma=False)
 
-    def _call(
-        self, name: str, fn: Any, donate: tuple[int, ...], *args: Any, shard: bool = True, once: bool = False
-    ) -> Any:
-        """``fn`` of the core, compiled on first use (``once``: see :meth:`Core.compiled`)."""
+    def _compiled(
+        self, name: str, fn: Callable[..., Any], *args: Any, shard: bool = True, once: bool = False
+    ) -> jax.stages.Compiled:
+        """``fn`` of the core compiled for these arguments (``once``: see :meth:`Core.compiled`)."""
         wrap = self._shard if shard and self.mesh is not None else None
-        exe, seconds = self.core.compiled(name, fn, wrap, donate, *args, once=once)
+        exe, seconds = self.core.compiled(name, fn, wrap, *args, once=once)
         self._core_compile_s += seconds
         self._account()
-        if self._abstract:  # compile_ahead: the outputs' shapes stand in for them
-            return out_shapes(exe)
+        return exe
+
+    def _call(self, name: str, fn: Callable[..., Any], *args: Any, shard: bool = True, once: bool = False) -> Any:
+        """``fn`` of the core run on ``args``, compiled on first use."""
+        exe = self._compiled(name, fn, *args, shard=shard, once=once)
         if self.mesh is not None:  # e.g. zero-size leaves come back replicated
             args = jax.device_put(args, exe.input_shardings[0])
         return exe(*args)
 
-    def _reset(self, keys: jax.Array) -> Any:
+    def _reset(self, keys: jax.Array) -> TaskState:
         """Fresh task states for ``keys`` [K, S, N]: the reset pool's chunks every update,
-        or every step on the split path without a pool. Full optimisation either way: at
-        K=8 x S=2 xland_easy resets of 256 envs took 22-26 ms per call at LLVM level 0 and
-        4.5 ms optimised, ~40 ms of a ~950 ms update, for 3 s more compiling once per
-        core (0.5 s at K=1, where a call took 1.8 ms against 0.4). A short run of a
-        cheap-to-reset task pays: panda_track's CPU preset (K=2 x S=2, 20 updates) saves
-        1 ms a call for 2.5 s more compiling (go1_push: 2.3 ms for 0.5 s)."""
-        return self._call("reset", self.core.reset_tasks, (), keys)
+        or every step on the split path without a pool. Compiled at full optimisation
+        (not ``once``): resetting is a large share of an update for some tasks."""
+        return self._call("reset", self.core.reset_tasks, keys)  # type: ignore[no-any-return]
 
-    def _observe(self, tasks: Any) -> jax.Array:
+    def _observe(self, tasks: TaskState) -> jax.Array:
         """φ of fresh task states [K, S, N] through the kernel (R skipped)."""
         obs = self.kernel(tasks.sim, self._no_action, tasks.sim, False)[1]
         self._account()
@@ -299,11 +203,11 @@ class BatchTrainer:
         seeds += seeds[-1:] * (self._S - len(seeds))  # padding slots: dropped from every result
         args = (jnp.asarray(seeds, jnp.int32), jnp.asarray(self.iface.dims, jnp.int32),
                 jnp.asarray(int(total_updates), jnp.int32))  # fmt: skip
-        state = self._call("init", self.core.init, (), *args, shard=False, once=True)
+        state = self._call("init", self.core.init, *args, shard=False, once=True)
         return self._place(state)
 
     def _place(self, state: TrainState) -> TrainState:
-        if self.mesh is None or self._abstract:
+        if self.mesh is None:
             return state
         return jax.device_put(state, NamedSharding(self.mesh, PartitionSpec("cand", "seed")))
 
@@ -350,16 +254,16 @@ class BatchTrainer:
     def update(self, ts: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
         """One PPO update of every slot: begin, T x (act, kernel, settle), update."""
         core = self.core
-        key, k_roll, k_ppo, reset_keys = self._call("begin", core.begin, (), ts, once=True)
+        key, k_roll, k_ppo, reset_keys = self._call("begin", core.begin, ts, once=True)
         tasks = [self._reset(k) for k in reset_keys]
         obs = [self._observe(t) for t in tasks]
-        ts, ro = self._call("start", core.start, (), ts, key, k_roll, k_ppo, tasks, obs, once=True)
+        ts, ro = self._call("start", core.start, ts, key, k_roll, k_ppo, tasks, obs, once=True)
         ro, records = self._steps(ts, ro)
         if self.fused is not None:
-            return self._call("update_stacked", core.update_stacked, (), ts, ro, records)
-        return self._call("update", core.update, (), ts, ro, records)
+            return self._call("update_stacked", core.update_stacked, ts, ro, records)  # type: ignore[no-any-return]
+        return self._call("update", core.update, ts, ro, records)  # type: ignore[no-any-return]
 
-    def _steps(self, ts: TrainState, ro: Rollout) -> tuple[Rollout, Any]:
+    def _steps(self, ts: TrainState, ro: Rollout) -> tuple[Rollout, StepRecords]:
         """``rollout_len`` steps from ``ro`` -> (ro, records): the fused rollout's records
         stacked per slot, or the split path's list of per-step records."""
         core, cfg = self.core, self.config
@@ -369,20 +273,19 @@ class BatchTrainer:
             return ro, stacked
         records = []
         for _ in range(cfg.rollout_len):
-            acted = self._call("act", core.act, (), ts, ro.env, ro.carry, ro.prev_action, ro.prev_reward, ro.key,
-                               ro.greedy)  # fmt: skip
+            acted = self._call("act", core.act, ts, ro.env, ro.carry, ro.prev_action, ro.prev_reward, ro.key, ro.greedy)
             reward, next_obs, terms = self.kernel(ro.env.task.sim, acted.action, acted.next_task.sim, True)
             fresh_task, fresh_obs = None, None
             if cfg.reset_pool == 0:
-                keys = self._call("split_envs", core.split_envs, (), acted.k_reset)
+                keys = self._call("split_envs", core.split_envs, acted.k_reset)
                 fresh_task = self._reset(keys)
                 fresh_obs = self._observe(fresh_task)
-            ro, record = self._call("settle", core.settle, (), ts, ro, acted, reward, next_obs, fresh_task,
-                                    fresh_obs, terms)  # fmt: skip
+            ro, record = self._call("settle", core.settle, ts, ro, acted, reward, next_obs, fresh_task, fresh_obs,
+                                    terms)  # fmt: skip
             records.append(record)
         return ro, records
 
-    def params_tree(self, state: TrainState) -> PyTree:
+    def params_tree(self, state: TrainState) -> Any:
         """The parameters as the network's pytree, leaves [K, S, ...]."""
         return vmap_lead(self.core.flat.unravel, 2)(state.params)
 
@@ -401,75 +304,110 @@ class BatchTrainer:
         (K, S, num_terms) in :attr:`term_names` order per candidate (None when no
         candidate has terms)."""
         E = self.config.eval_episodes
-        score = self._evaluation(state, key, self.core.eval_horizon)
+        score = self._evaluation(state, key)
         success = self.real(np.asarray(score.success, np.float32)[..., :E].mean(-1))
         returns = self.real(np.asarray(score.returns, np.float32)[..., :E].mean(-1))
         terms = None if score.terms is None else self.real(np.asarray(score.terms, np.float32)[..., :E, :].mean(-2))
         return success, returns, terms
 
-    def _evaluation(self, state: TrainState, key: jax.Array, steps: int) -> Score:
-        """The first episodes' score, leaves [K, S, rounds x N], after ``steps`` steps
-        rounded up to whole rollouts (the horizon; one rollout when compiling ahead)."""
+    def _evaluation(self, state: TrainState, key: jax.Array) -> Score:
+        """The first episodes' score, leaves [K, S, rounds x N], after the task's horizon
+        rounded up to whole rollouts."""
         core, cfg = self.core, self.config
         rounds = -(-cfg.eval_episodes // cfg.num_envs)
         keys = jnp.broadcast_to(key, state.update.shape)
-        begin = functools.partial(eval_begin, core, rounds)
-        reset_keys, act_keys = self._call("eval_begin", begin, (), state, keys, once=True)
+        reset_keys, act_keys = self._call("eval_begin", functools.partial(eval_begin, core, rounds), state, keys,
+                                          once=True)  # fmt: skip
         scores = []
         for reset_key, act_key in zip(reset_keys, act_keys, strict=True):
             tasks = self._reset(reset_key)
             obs = self._observe(tasks)
-            ro, score = self._call("eval_start", functools.partial(eval_start, core), (), state, tasks, obs, act_key,
+            ro, score = self._call("eval_start", functools.partial(eval_start, core), state, tasks, obs, act_key,
                                    once=True)  # fmt: skip
-            for _ in range(-(-steps // cfg.rollout_len)):
+            for _ in range(-(-core.eval_horizon // cfg.rollout_len)):
                 ro, records = self._steps(state, ro)
-                extra = records[1] if self.fused is not None else [r[1] for r in records]
-                score = self._call("eval_tally", functools.partial(_tally, limit=core.eval_horizon), (), score, extra,
-                                   once=True)  # fmt: skip
+                score = self._call("eval_tally", functools.partial(_tally, limit=core.eval_horizon), score,
+                                   _extras(records), once=True)  # fmt: skip
             scores.append(score)
-        if len(scores) == 1 or self._abstract:
+        if len(scores) == 1:
             return scores[0]
         return jax.tree.map(lambda *x: jnp.concatenate(x, axis=2), *scores)
 
     # --- compiling ahead ----------------------------------------------------------------
 
-    def _set_abstract(self, on: bool) -> None:
-        self._abstract = self.kernel.abstract = on
-        if self.fused is not None:
-            self.fused.abstract = on
-
     def compile_ahead(self) -> float:
         """Compile everything a run of this trainer calls (init, an update, the evaluation),
-        running nothing: the calls go through with ``jax.ShapeDtypeStruct`` arguments. Safe
-        on another thread while a trainer of an earlier batch trains (XLA compiles outside
-        the GIL); a trainer of the same shapes and programs then finds its executables
-        compiled (or waits for the compile in flight). Returns the seconds it compiled."""
+        running nothing: each compiled function's outputs' shapes are the next one's
+        arguments. Safe on another thread while a trainer of an earlier batch trains (XLA
+        compiles outside the GIL); a trainer of the same shapes and programs then finds
+        its executables compiled (or waits for the compile in flight). Returns the
+        seconds it compiled."""
         before = self.compile_s
-        K, S = self._K, self._S
-        args = (jax.ShapeDtypeStruct((S,), jnp.int32), jax.ShapeDtypeStruct((K,), jnp.int32),
-                jax.ShapeDtypeStruct((), jnp.int32))  # fmt: skip
-        self._set_abstract(True)
-        try:
-            state = self._call("init", self.core.init, (), *args, shard=False, once=True)
-            state, _ = self.update(state)
-            self._evaluation(state, jax.random.key(0), 1)
-        finally:
-            self._set_abstract(False)
+        core, cfg = self.core, self.config
+        shapes = self._shapes
+        ints = [jax.ShapeDtypeStruct(shape, jnp.int32) for shape in ((self._S,), (self._K,), ())]
+        state = shapes("init", core.init, *ints, shard=False, once=True)
+        key, k_roll, k_ppo, reset_keys = shapes("begin", core.begin, state, once=True)
+        tasks, obs = self._fresh_shapes(reset_keys[0])
+        chunks = len(reset_keys)
+        ts, ro = shapes("start", core.start, state, key, k_roll, k_ppo, [tasks] * chunks, [obs] * chunks, once=True)
+        ro, records = self._step_shapes(ts, ro)
+        if self.fused is not None:
+            state, _ = shapes("update_stacked", core.update_stacked, ts, ro, records)
+        else:
+            state, _ = shapes("update", core.update, ts, ro, records)
+        # the evaluation: its first round, and one rollout of its steps
+        rounds = -(-cfg.eval_episodes // cfg.num_envs)
+        keys = jnp.broadcast_to(jax.random.key(0), state.update.shape)
+        reset_keys, act_keys = shapes("eval_begin", functools.partial(eval_begin, core, rounds), state, keys, once=True)
+        tasks, obs = self._fresh_shapes(reset_keys[0])
+        ro, score = shapes("eval_start", functools.partial(eval_start, core), state, tasks, obs, act_keys[0], once=True)
+        ro, records = self._step_shapes(state, ro)
+        shapes("eval_tally", functools.partial(_tally, limit=core.eval_horizon), score, _extras(records), once=True)
         return self.compile_s - before
 
+    def _shapes(self, name: str, fn: Callable[..., Any], *args: Any, shard: bool = True, once: bool = False) -> Any:
+        """``fn`` of the core compiled for these arguments: its outputs'
+        ``jax.ShapeDtypeStruct`` leaves, what the run's call would return."""
+        return out_shapes(self._compiled(name, fn, *args, shard=shard, once=once))
 
-def _tally(score: Score, extra: Any, limit: int) -> Score:
+    def _fresh_shapes(self, keys: jax.ShapeDtypeStruct) -> tuple[TaskState, jax.ShapeDtypeStruct]:
+        """:meth:`_reset` and :meth:`_observe` compiled: (task states, φ) of
+        ``jax.ShapeDtypeStruct`` leaves."""
+        tasks = self._shapes("reset", self.core.reset_tasks, keys)
+        obs = out_shapes(self.kernel.compile(tasks.sim, self._no_action, tasks.sim, False))[1]
+        self._account()
+        return tasks, obs
+
+    def _step_shapes(self, ts: TrainState, ro: Rollout) -> tuple[Rollout, StepRecords]:
+        """:meth:`_steps` compiled, on and to ``jax.ShapeDtypeStruct`` leaves: (ro,
+        records); the split path's steps all have the first's shapes."""
+        core, cfg = self.core, self.config
+        if self.fused is not None:
+            out = out_shapes(self.fused.compile(ts, ro))
+            self._account()
+            return out  # type: ignore[no-any-return]
+        shapes = self._shapes
+        acted = shapes("act", core.act, ts, ro.env, ro.carry, ro.prev_action, ro.prev_reward, ro.key, ro.greedy)
+        reward, next_obs, terms = out_shapes(self.kernel.compile(ro.env.task.sim, acted.action, acted.next_task.sim,
+                                                                 True))  # fmt: skip
+        self._account()
+        fresh_task, fresh_obs = None, None
+        if cfg.reset_pool == 0:
+            fresh_task, fresh_obs = self._fresh_shapes(shapes("split_envs", core.split_envs, acted.k_reset))
+        ro, record = shapes("settle", core.settle, ts, ro, acted, reward, next_obs, fresh_task, fresh_obs, terms)
+        return ro, [record] * cfg.rollout_len
+
+
+def _extras(records: StepRecords) -> dict[str, jax.Array] | list[dict[str, jax.Array]]:
+    """The episode records (``extra`` of :meth:`Core.settle`) of a rollout's records: the
+    split path's list of per-step records, or the fused rollout's stacked ones."""
+    return [r[1] for r in records] if isinstance(records, list) else records[1]
+
+
+def _tally(score: Score, extra: dict[str, jax.Array] | list[dict[str, jax.Array]], limit: int) -> Score:
     """:func:`eval_tally` on stacked records, or on the split path's per-step list."""
     return eval_tally(score, stack_records(extra) if isinstance(extra, list) else extra, limit)
-
-
-def timed_evaluation(
-    trainer: BatchTrainer, state: TrainState, key: jax.Array
-) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray | None], float]:
-    """:meth:`BatchTrainer.evaluate_terms` and the seconds it took, its compiling excluded."""
-    start, compiled = time.perf_counter(), trainer.compile_s
-    out = trainer.evaluate_terms(state, key)
-    return out, time.perf_counter() - start - (trainer.compile_s - compiled)
 
 
 def term_curves(terms: np.ndarray, names: Sequence[tuple[str, ...]]) -> dict[str, np.ndarray]:
@@ -481,81 +419,4 @@ def term_curves(terms: np.ndarray, names: Sequence[tuple[str, ...]]) -> dict[str
         for j, name in enumerate(own):
             curve = out.setdefault(f"reward/{name}", np.full((K, S, U), np.nan, np.float32))
             curve[k] = terms[k, :, j]
-    return out
-
-
-def train_batch(
-    task: Task,
-    interfaces: Sequence[Interface],
-    *,
-    seeds: int | Sequence[int],
-    total_steps: int,
-    config: PPOConfig,
-    eval_key: int = 0,
-    rollout: str = "auto",
-    deadline: float | None = None,
-    return_policies: bool = False,
-) -> BatchResult:
-    """Train every interface with every seed (K x S policies) in one compiled call, then
-    evaluate each on fresh episodes. ``seeds``: a count (seeds 0..n-1) or explicit list.
-
-    ``total_steps`` env steps per (candidate, seed), rounded down to whole updates of
-    ``config.num_envs x config.rollout_len`` steps (at least one). ``rollout``: "split",
-    "fused" (see :class:`BatchTrainer`) or "auto": :func:`auto_rollout`, fused where faster
-    steps repay the larger compile (long runs, or big updates). ``deadline``: see
-    :meth:`BatchTrainer.run`. ``return_policies``: keep every slot's trained policy on
-    the result (``BatchResult.policies``).
-    """
-    start = time.perf_counter()
-    seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
-    updates = config.num_updates(total_steps)
-    if rollout == "auto":
-        rollout = auto_rollout(config, updates)
-    trainer = BatchTrainer(task, interfaces, config, len(seed_list), rollout=rollout)
-    state = trainer.init(seed_list, updates)
-    state, curves = trainer.run(state, updates, deadline)
-    (success, returns, terms), eval_s = timed_evaluation(trainer, state, jax.random.key(eval_key))
-    return BatchResult(
-        names=trainer.names,
-        seeds=seed_list,
-        success=success,
-        final_return=returns,
-        curves=curves,
-        steps=updates * config.steps_per_update,
-        wall_s=time.perf_counter() - start,
-        compile_s=trainer.compile_s,
-        diverged_at=trainer.real(np.asarray(state.diverged_at)),
-        kernel_compile_s=trainer.kernel_compile_s,
-        eval_s=eval_s,
-        term_names=trainer.term_names,
-        eval_terms=terms,
-        policies=[policies_of(trainer, state, k) for k in range(len(interfaces))] if return_policies else None,
-    )
-
-
-def policies_of(trainer: BatchTrainer, state: TrainState, k: int) -> list[Policy]:
-    """Candidate ``k``'s trained policies, one per seed of ``state`` (host copies)."""
-    iface = trainer.iface.interfaces[k]
-    params = jax.device_get(jax.tree.map(lambda x: x[k], trainer.params_tree(state)))
-    stats = jax.device_get(jax.tree.map(lambda x: x[k], state.obs_stats))
-    seeds = np.asarray(state.seed[k])[: trainer.num_seeds]
-    updates = np.asarray(state.update[k])[: trainer.num_seeds]
-    cfg = trainer.config
-    out = []
-    for s in range(len(seeds)):
-        metadata = {
-            "task": trainer.task.name,
-            "task_params": {n: float(v) for n, v in dict(trainer.task.params).items()},
-            "ppo": cfg.to_dict(),
-            "width": int(trainer.width),
-            "obs_dim": int(iface.obs_dim),
-            "seed": int(seeds[s]),
-            "interface": iface.name,
-            "reward_terms": list(iface.reward_terms),
-            "updates": int(updates[s]),
-            "steps": int(updates[s]) * cfg.steps_per_update,
-        }
-        p = jax.tree.map(lambda x, s=s: np.asarray(x[s]), params)
-        o = ObsStats(*(np.asarray(x[s]) for x in (stats.mean, stats.var, stats.count)))  # type: ignore[arg-type]
-        out.append(Policy(p, o, metadata))
     return out

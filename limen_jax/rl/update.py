@@ -4,31 +4,35 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import jax
 import jax.numpy as jnp
+import optax
 
+from limen_jax.rl.config import PPOConfig
 from limen_jax.rl.env import vmap_lead
 from limen_jax.rl.losses import compute_gae
-from limen_jax.rl.normalize import Moments, update_stats
-from limen_jax.rl.ppo import Batch, ppo_update
+from limen_jax.rl.networks import ActorCritic
+from limen_jax.rl.normalize import Moments, ObsStats, update_stats
+from limen_jax.rl.ppo import Batch, FlatTree, ppo_update
 from limen_jax.rl.state import Rollout, TrainState
 
 
 class UpdateCore(Protocol):
     """What an update needs of :class:`limen_jax.rl.core.Core` (which imports this module)."""
 
-    config: Any
-    net: Any
-    optimizer: Any
-    flat: Any
+    config: PPOConfig
+    net: ActorCritic
+    optimizer: optax.GradientTransformation
+    flat: FlatTree
 
-    def normalize(self, stats: Any, dims: jax.Array, obs: jax.Array) -> jax.Array: ...
+    def normalize(self, stats: ObsStats, dims: jax.Array, obs: jax.Array) -> jax.Array: ...
 
-    def policy_step(self, *args: Any) -> Any: ...
+    def policy_step(self, params: jax.Array, *args: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]: ...
 
     def mask(self, dims: jax.Array) -> jax.Array: ...
+
 
 METRICS = (
     "return",
@@ -44,7 +48,9 @@ METRICS = (
 )
 
 
-Records = tuple[Batch, dict[str, jax.Array], Any]
+# one rollout step's records, or the rollout's stacked: (what PPO trains on, the step's
+# rewards, ends and episode figures, the observation moments for the statistics)
+Records = tuple[Batch, dict[str, jax.Array], Moments]
 R = TypeVar("R")
 
 

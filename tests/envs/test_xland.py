@@ -141,3 +141,28 @@ def test_making_a_task_skips_the_minigrid_environments():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "['xminigrid.envs.xland']"
+
+
+def test_xland_builds_on_the_environment_xminigrid_makes():
+    """The class loaded from xminigrid's module file is the one ``xminigrid.make`` builds
+    for the tasks' grids, with the public ``reset(params, key)``; a task's reset is that
+    reset's state, the same draws as the environment xminigrid makes with its ruleset."""
+    import inspect
+
+    import xminigrid
+    from limen_envs.xland import xland_environment
+
+    environment = xland_environment()
+    assert list(inspect.signature(environment.reset).parameters) == ["self", "params", "key"]
+    for name, env_id in (("xland_easy", "XLand-MiniGrid-R1-9x9"), ("xland_hard", "XLand-MiniGrid-R4-13x13")):
+        task = lj.make(name)
+        env, params = xminigrid.make(env_id, ruleset=task.ruleset, view_size=7, max_steps=task.episode_length)
+        assert type(env) is environment
+        for seed in (0, 5):
+            ours = task.reset(jax.random.key(seed)).sim
+            theirs = env.reset(params, jax.random.key(seed)).state
+            assert ours.grid.shape == (task.size, task.size, 2) and ours.step_num.dtype == jnp.int32
+            for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs), strict=True):
+                if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
+                    a, b = jax.random.key_data(a), jax.random.key_data(b)
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

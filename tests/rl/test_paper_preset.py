@@ -58,7 +58,7 @@ def test_train_paper_preset_defaults_to_the_tasks_paper_steps():
 def test_auto_rollout_fuses_long_runs_and_big_updates():
     """train's "auto": fused where faster steps repay the longer compile (FUSE_MIN_UPDATES
     updates, or from two updates of FUSE_MIN_UPDATE_STEPS transitions)."""
-    from limen_jax.rl.trainer import auto_rollout
+    from limen_jax.rl.batch import auto_rollout
 
     cpu, paper = PPOConfig.preset("xland_easy", "cpu"), PPOConfig.preset("xland_easy", "paper")
     assert (cpu.steps_per_update, paper.steps_per_update) == (4096, 131_072)

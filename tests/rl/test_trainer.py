@@ -19,7 +19,7 @@ from toy_tasks import Corridor, Reach1D
 from limen_jax.interface import Interface, default_interface
 from limen_jax.rl import BatchTrainer, PPOConfig, run_cascade, train_batch
 from limen_jax.rl.cascade import stage_rows
-from limen_jax.rl.trainer import layout
+from limen_jax.rl.shapes import layout
 
 CFG = PPOConfig(num_envs=32, rollout_len=16, epochs=4, minibatches=4, lr=3e-3, eval_episodes=64)
 STEPS = 16 * CFG.steps_per_update  # 16 updates: the corridor is solved by then
@@ -425,10 +425,34 @@ def test_non_finite_reward_freezes_only_its_slot_and_reports_the_update():
 
 
 def test_width_buckets_keep_search_shapes_few():
-    from limen_jax.rl.trainer import bucket_width
+    from limen_jax.rl.shapes import bucket_width
 
     dims = (1, 7, 64, 65, 128, 129, 147, 192, 193, 300, 512)
     assert [bucket_width(d) for d in dims] == [64, 64, 64, 96, 128, 160, 160, 192, 224, 320, 512]
     assert len({bucket_width(d) for d in range(1, 513)}) == 11
     assert [bucket_width(d) for d in (513, 1254)] == [640, 1280]  # wide task defaults: one fixed size each
 
+
+
+def test_trainers_share_compiled_functions_through_their_compile_cache():
+    """Trainers of one shape given one CompileCache share its Core (and with it every
+    executable); another cache, or the same after clear(), builds its own. The kernels of
+    the least recently used batches go once more than kernels_kept are held."""
+    from limen_jax.rl import CompileCache
+    from limen_jax.rl.cache import PROCESS_CACHE
+
+    cache, other = CompileCache(kernels_kept=2), CompileCache()
+    ifaces = [IFACES["obs7"], IFACES["blind"]]
+    a = BatchTrainer(Corridor(), ifaces, CFG, 2, cache=cache)
+    b = BatchTrainer(Corridor(), ifaces[::-1], CFG, 2, cache=cache)
+    assert a.core is b.core and a.width == b.width == 64
+    assert BatchTrainer(Corridor(), ifaces, CFG, 2, cache=other).core is not a.core
+    assert BatchTrainer(Corridor(), ifaces, CFG, 2).core is PROCESS_CACHE.core(Corridor(), CFG, 64, a.layout)
+    assert BatchTrainer(Corridor(), ifaces, CFG.replace(lr=1e-3), 2, cache=cache).core is not a.core
+    first = cache.kernels(ifaces, 64, None)
+    assert cache.kernels(ifaces, 64, None) is first
+    cache.kernels(ifaces[:1], 64, None)
+    cache.kernels(ifaces[1:], 64, None)  # a third batch: the first one's kernels go
+    assert cache.kernels(ifaces, 64, None) is not first
+    cache.clear()
+    assert BatchTrainer(Corridor(), ifaces, CFG, 2, cache=cache).core is not a.core
