@@ -97,7 +97,7 @@ def load(path: str | os.PathLike[str]) -> Run:
         raise RunDirError(f"{root}: config.json and state.json must each hold a JSON object")
     iteration = state.get("iteration")
     if iteration is not None and not read._int(iteration, -1, read.MAX_ITERATIONS):
-        raise RunDirError(f"{state_path}: iteration {str(iteration)[:40]!r} is not a count of iterations this viewer "
+        raise RunDirError(f"{state_path}: iteration {repr(iteration)[:40]} is not a count of iterations this viewer "
                           f"draws (a whole number from 0 to {read.MAX_ITERATIONS})")
     for key in ("usage", "config"):
         if state.get(key) is not None and not isinstance(state[key], dict):
@@ -135,8 +135,8 @@ def load(path: str | os.PathLike[str]) -> Run:
         raise RunDirError(f"{state_path}: the archive's grid does not match its config")
     events, skipped = read.read_events(root)
     if skipped:
-        notes.append(f"{root / 'events.jsonl'}: skipped {skipped} line{'s' if skipped > 1 else ''} that are not "
-                     "events of the engine's format (cut mid-write, or fields of the wrong type)")
+        notes.append(f"{root / 'events.jsonl'}: skipped {skipped} event{'s' if skipped > 1 else ''} with fields of "
+                     "the wrong type (not written by limen_jax)")
     prompts: dict[str, dict[str, Any]] = {}
     responses: dict[str, dict[str, Any]] = {}
     for e in events:

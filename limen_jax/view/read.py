@@ -134,8 +134,8 @@ def well_typed_event(event: dict[str, Any]) -> bool:
 
 def read_events(root: Path, name: str = "events.jsonl") -> tuple[list[dict[str, Any]], int]:
     """(events, skipped): the readable, well-typed lines of events.jsonl in order, and how many
-    other lines were skipped (a line cut by a kill mid-write, as ``RunDir.events`` skips it,
-    or one with fields of the wrong type)."""
+    events were skipped for fields of the wrong type (a line that is not a JSON object with an
+    ``event`` name, as a kill mid-write leaves one, is skipped silently, as ``RunDir.events`` does)."""
     path = root / name
     real = inside(root, path)
     if real is None:
@@ -146,14 +146,13 @@ def read_events(root: Path, name: str = "events.jsonl") -> tuple[list[dict[str, 
     try:
         with open(real, encoding="utf-8", errors="replace") as fh:
             for line in fh:
-                if not line.strip():
-                    continue
                 try:
                     event = json.loads(line)
                 except (json.JSONDecodeError, RecursionError):
-                    skipped += 1
                     continue
-                if isinstance(event, dict) and isinstance(event.get("event"), str) and well_typed_event(event):
+                if not isinstance(event, dict) or not isinstance(event.get("event"), str):
+                    continue
+                if well_typed_event(event):
                     out.append(event)
                 else:
                     skipped += 1
