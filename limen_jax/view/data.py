@@ -107,7 +107,7 @@ def load(path: str | os.PathLike[str]) -> Run:
         raise RunDirError(f"{state_path} has no archive (programs and grid): not a limen_jax checkpoint, or one "
                           "from an older version")
     if archive.get("version") != ARCHIVE_VERSION:
-        raise RunDirError(f"{state_path}: archive format version {str(archive.get('version'))[:40]!r}; this viewer "
+        raise RunDirError(f"{state_path}: archive format version {repr(archive.get('version'))[:40]}; this viewer "
                           f"reads version {ARCHIVE_VERSION}")
     records: dict[str, dict[str, Any]] = {}
     for i, raw in enumerate(archive["programs"]):
