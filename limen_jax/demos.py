@@ -225,7 +225,8 @@ def load_demos(path: str | Path, task: Task, max_bytes: int = MAX_BYTES) -> Demo
     if total > max_bytes:
         raise ValueError(f"{path}: its arrays hold {total / 2**30:.1f} GiB, more than the {max_bytes / 2**30:g} GiB "
                          "a demonstration set may (limen_jax.demos.MAX_BYTES)")
-    arrays = {k: _checked(path, k, npz.read(path, k, heads[k]), dtype) for k, (_, dtype) in want.items()}
+    arrays: dict[str, Any] = {k: _checked(path, k, npz.read(path, k, heads[k]), dtype)
+                              for k, (_, dtype) in want.items()}
     tags = arrays["source"].astype(str)
     unknown = sorted(set(tags.tolist()) - set(SOURCES))
     if unknown:

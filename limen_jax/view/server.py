@@ -62,7 +62,7 @@ class Guard:
             ip = None
         if host.lower() == "localhost" or (ip is not None and (ip.is_loopback or ip.is_unspecified)):
             self.names |= {"localhost", "127.0.0.1", "[::1]"}
-            self.any_literal = ip.is_unspecified
+            self.any_literal = ip is not None and ip.is_unspecified
 
     def host_ok(self, host: str | None) -> bool:
         """Whether a Host header (``name:port``; the port may go unsaid only for 80) names this server."""

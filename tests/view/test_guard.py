@@ -171,7 +171,7 @@ def test_a_policy_folder_out_of_the_run_is_not_rolled_out(run_dir: Path, tmp_pat
 
 
 def test_run_files_that_are_links_out_of_it_are_refused(run_dir: Path, tmp_path: Path) -> None:
-    (tmp_path / "elsewhere.jsonl").write_text('{"event": "note", "text": "%s"}\n' % SECRET)
+    (tmp_path / "elsewhere.jsonl").write_text(json.dumps({"event": "note", "text": SECRET}) + "\n")
     (run_dir / "events.jsonl").unlink()
     (run_dir / "events.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")
     with pytest.raises(data.RunDirError, match="events.jsonl is not a file inside the run directory"):
