@@ -39,8 +39,6 @@ _DRAWN = {"prompt", "response", "program", "score", "reject", "iteration", "eval
 _ERROR_CHARS = 300
 _DIFF_CHARS = 200_000  # a longer program is shown, not diffed (difflib is quadratic in the worst case)
 
-__all__ = ["RunDirError"]  # re-exported: callers catch data.RunDirError
-
 
 @dataclasses.dataclass
 class Run:
