@@ -105,12 +105,13 @@ def extracted_code(text: str, mode: str) -> str:
 
 
 _FENCED = re.compile(r"^[ \t]*```.*?(?:^[ \t]*```[ \t]*$|\Z)", re.M | re.S)
+MAX_ANSWER = 1_000_000  # characters of an answer searched for its thought (answers are a few KB)
 
 
 def thought_of(text: str) -> str:
     """The answer's text around its code (its reasoning, a design thought): every fenced
-    block removed, blank runs folded."""
-    prose = _FENCED.sub("", text.replace("\r\n", "\n"))
+    block removed, blank runs folded; linear in the answer's first MAX_ANSWER characters."""
+    prose = _FENCED.sub("", text[:MAX_ANSWER].replace("\r\n", "\n"))
     return re.sub(r"\n{3,}", "\n\n", prose).strip()
 
 

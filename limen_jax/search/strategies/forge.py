@@ -37,8 +37,9 @@ from limen_jax.llm.templates import render
 from limen_jax.search.base import SearchView, StrategyBase, ask_text
 from limen_jax.search.requests import Outcome, ProgramRequest, Request, TextRequest
 
-_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*])\s+(.*\S)\s*$")
+_ITEM = re.compile(r"(?:\d+[.)]|[-*])\s+(.+)")  # on a stripped line: no two repeats share a character
 MAX_COMPONENT_CHARS = 300  # a planned component is one sentence; a longer line is cut
+MAX_PLAN_CHARS = 200_000  # of a plan parsed (a plan is a few lines)
 
 
 def pair_probabilities(scores: Sequence[float], epsilon: float = 0.0) -> tuple[list[tuple[int, int]], np.ndarray]:
@@ -73,8 +74,8 @@ def parse_components(text: str, limit: int) -> list[str]:
     """The planner's numbered or bulleted lines, at most ``limit``; each cut to
     MAX_COMPONENT_CHARS and with code fences defused (it is shown in a later prompt)."""
     found = []
-    for line in text.splitlines():
-        match = _ITEM.match(line)
+    for line in text[:MAX_PLAN_CHARS].splitlines():
+        match = _ITEM.match(line.strip()[:4 * MAX_COMPONENT_CHARS])
         if match:
             found.append(match.group(1).replace("```", "'''")[:MAX_COMPONENT_CHARS])
     return found[:limit]

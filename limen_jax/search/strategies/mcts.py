@@ -40,13 +40,17 @@ from limen_jax.search.requests import Outcome, ProgramRequest, Request, TextRequ
 from limen_jax.search.sections import insert_section, plain
 from limen_jax.search.strategies import mcts_tree as T
 
-_SCORE = re.compile(r"score\s*[:=]?\s*\**\s*([-+]?\d*\.?\d+)", re.I)
-_NUMBER = re.compile(r"[-+]?\d*\.?\d+")
+# "score", an optional ":" or "=", optional bold stars, a number; no two neighbouring repeats
+# can take the same character, so the time is linear in the answer
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)")
+_SCORE = re.compile(r"score\s*(?:[:=]\s*)?(?:\*+\s*)?(" + _NUMBER.pattern + ")", re.I)
+MAX_ANSWER = 200_000  # characters of a verification answer parsed (it is a few lines)
 
 
 def parse_v_self(text: str) -> float:
     """The score in a self-verification answer: the number after the last "score", else
     the last number in the text, clipped to [-1, 1]; 0 when there is none."""
+    text = text[-MAX_ANSWER:]  # the end holds the last score
     found = _SCORE.findall(text) or _NUMBER.findall(text)
     if not found:
         return 0.0
@@ -60,7 +64,7 @@ def parse_v_self(text: str) -> float:
 def first_line(text: str, limit: int = 300) -> str:
     """A design thought from an answer's prose: its first non-empty line, without a
     "Thought:" label, cut at ``limit`` characters."""
-    for line in text.splitlines():
+    for line in text[:MAX_ANSWER].splitlines():
         line = line.strip().strip("*").strip()
         if line:
             return re.sub(r"^thought\s*:\s*", "", line, flags=re.I)[:limit]
