@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from limen_jax.ask import thought_of
 from limen_jax.program import ProgramError
 from limen_jax.program.extract import extract_code
+from limen_jax.run.ask import thought_of
 from limen_jax.search import rda_text
-from limen_jax.search.forge import parse_components
-from limen_jax.search.mcts import first_line, parse_v_self
+from limen_jax.search.strategies.forge import parse_components
+from limen_jax.search.strategies.mcts import first_line, parse_v_self
 
 HUGE = [
     "\n" * 200_000, " " * 400_000, "1" * 60_000, "\t" * 200_000 + "x", "`" * 300_000, "```\n" * 50_000,

@@ -17,7 +17,7 @@ pytest.importorskip("ray")
 
 PROBE = r"""
 import json, os, psutil, ray
-from limen_jax.search.ray_evaluator import RayEvaluator
+from limen_jax.search.evaluation.ray_evaluator import RayEvaluator
 ev = RayEvaluator(actors=1)
 node = ray._private.worker._global_node
 mine = {p.pid for p in psutil.Process().children(recursive=True)} | {os.getpid()}

@@ -38,7 +38,7 @@ from limen_jax.search.evaluation.jobs import Budget, EvalBatch, EvalJob, merge_b
 from limen_jax.search.evaluation.kind_registry import JobContext, evaluation_kind, register_evaluation
 from limen_jax.search.evaluation.remote import job_from_wire, job_to_wire
 from limen_jax.search.faults import is_engine_error
-from limen_jax.search.strategies import rda_text
+from limen_jax.search.strategies.basic import rda_text
 
 ray = pytest.importorskip("ray")
 
@@ -76,7 +76,7 @@ def test_the_evolve_cli_runs_a_search_through_ray_end_to_end(tmp_path):
 
 @pytest.fixture(scope="module")
 def cluster():
-    from limen_jax.search.ray_evaluator import start_ray
+    from limen_jax.search.evaluation.ray_evaluator import start_ray
 
     start_ray(ray, dict(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False))
     yield
