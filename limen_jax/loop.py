@@ -307,7 +307,7 @@ class Loop:
             prepared = ask_and_check(
                 requests, mutator=self.mutator.get, task=self.task, mode=self.program_mode, store=self.store,
                 concurrency=self.config.llm.concurrency, limits=self.limits, log=log,
-                mutator_name=self.mutator.built_name, iteration=it,
+                mutator_name=self.mutator.built_name, iteration=it, strategy=self.strategy,
             )
         finally:
             self.progress.clear("ask")
