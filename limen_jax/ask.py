@@ -84,7 +84,6 @@ def answer(client: Any, request: ProgramRequest | TextRequest, store: ProgramSto
     writes it (:func:`~limen_jax.search.base.offline_answer`: its own text and operators,
     else the stand-in's generic operators) from the request and the records it names, and
     the cache records it like any model's."""
-    from limen_jax.llm.client import Answered
     from limen_jax.search.base import OfflineRequest, offline_answer
 
     images = request.images if isinstance(request, TextRequest) else ()
@@ -97,7 +96,7 @@ def answer(client: Any, request: ProgramRequest | TextRequest, store: ProgramSto
             others = [store.get(i) for i in (*request.parent_ids[1:], *request.context_ids)]
         offline = OfflineRequest(request, parent, tuple(others), mode, client.offline,
                                  np.random.default_rng(request.rng_seed))
-        by = Answered(offline_answer(strategy, offline))
+        by = client.offline.answering(offline_answer(strategy, offline))
     return client.complete(request.system, request.user, images, request.rng_seed, by=by)
 
 

@@ -43,7 +43,8 @@ def evolve(
     """Run (or, if ``run_dir`` holds a checkpoint, resume) an interface search.
 
     config: an EvolveConfig, a dict of overrides on the CPU preset, or None.
-    mutator: any object with ``propose(MutationRequest) -> MutationResponse``;
+    mutator: a model client (:class:`limen_jax.llm.Client`: ``complete(system, user, images,
+        seed) -> Completion``) or an offline stand-in (:class:`limen_jax.llm.OfflineAuthor`);
         by default chosen by ``config.llm.mutator``.
     evaluator: a :class:`limen_jax.search.evaluator.Evaluator` (``submit(job) -> Future``,
         ``close()``); by default the in-process batched cascade.

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from limen_jax.catalog import Catalog
+from limen_jax.llm.client import Answered, Client
 from limen_jax.modes import REQUIRED
 
 GENOME_TAG = "# limen-genome:"
@@ -191,6 +192,11 @@ class OfflineAuthor:
             other = genomes[int(rng.integers(len(genomes)))] if genomes and rng.random() < 0.3 else None
             child, ops = self.mutate(genome, rng, other)
         return self.edit(child, ops, mode)
+
+    def answering(self, text: str) -> Client:
+        """The client that delivers ``text``, an answer written offline for one request:
+        as the stand-in's, at no cost (a subclass may price it or delay it, as a model would)."""
+        return Answered(text, model=self.name, name=self.name)
 
     def edit(self, genome: Genome, ops: Sequence[str], mode: str) -> str:
         """The answer holding ``genome``'s program: a line naming the edits, then the code."""
