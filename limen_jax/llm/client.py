@@ -116,7 +116,7 @@ class PricedClient(Client, Protocol):
     def worst_cost(self, system: str, user: str, images: Sequence[str] = ()) -> float: ...
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class Answered:
     """A client that answers every prompt with ``text`` (written by ``model``), at no cost:
     an answer made without a model (the offline stand-in's, a strategy's own) passing
