@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from limen_jax.llm.templates import load_template, render
+from limen_jax.search.templates import load_template, render
 
 Subtask = dict[str, str]
 STEPS_SHOWN = 20  # per-step rows per episode in the critic's prompt (the paper's critic sees 20 frames)

@@ -38,7 +38,7 @@ from limen_jax.search.evaluation.jobs import Budget, EvalBatch, EvalJob, merge_b
 from limen_jax.search.evaluation.kind_registry import JobContext, evaluation_kind, register_evaluation
 from limen_jax.search.evaluation.remote import job_from_wire, job_to_wire
 from limen_jax.search.faults import is_engine_error
-from limen_jax.search.strategies.basic import rda_text
+from limen_jax.search.strategies import rda_text
 
 ray = pytest.importorskip("ray")
 

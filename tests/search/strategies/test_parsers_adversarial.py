@@ -15,7 +15,7 @@ import pytest
 from limen_jax.program import ProgramError
 from limen_jax.program.extract import extract_code
 from limen_jax.run.ask import thought_of
-from limen_jax.search import rda_text
+from limen_jax.search.strategies import rda_text
 from limen_jax.search.strategies.forge import parse_components
 from limen_jax.search.strategies.mcts import first_line, parse_v_self
 
