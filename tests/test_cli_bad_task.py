@@ -60,6 +60,7 @@ def test_a_misspelt_adapter_env_names_the_closest(cli, tmp_path, capsys):
 def test_an_adapter_env_far_from_every_name_lists_them():
     from limen_jax.registry import unknown_env
 
-    assert str(unknown_env("brax", "zzz", ["ant", "reacher"])) == "unknown task 'brax:zzz'; brax environments: ant, reacher"
+    far = unknown_env("brax", "zzz", ["ant", "reacher"])
+    assert str(far) == "unknown task 'brax:zzz'; brax environments: ant, reacher"
     assert str(unknown_env("playground", "cartpolebalance", ["CartpoleBalance", "PointMass"])) == (
         "unknown task 'playground:cartpolebalance'; did you mean playground:CartpoleBalance?")
