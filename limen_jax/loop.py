@@ -167,10 +167,9 @@ class Loop:
         finally:
             self.progress.clear("ask")
         if s.prescreen is not None and prepared.stop is None:
-            from limen_jax.search.evaluation.prescreen import screen
+            from limen_jax.search.evaluation.prescreen import screen_and_report
 
-            for event in screen(s.prescreen, prepared.children, self.ctx):
-                self.rd.log("prescreen", iteration=it, **event)
+            screen_and_report(s.prescreen, prepared.children, self.ctx, self.rd, self.say, self.progress, it)
         s.interfaces.update((c.record.id, c.interface) for c in prepared.trainable)
         return prepared
 
