@@ -131,7 +131,8 @@ def test_the_archive_plot_prints_each_filled_cells_value_and_the_open_axis_ends(
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("reward AST nodes", "observation dimension")
     assert [t.get_text() for t in ax.get_xticklabels()][-1] == "475+"
     assert [t.get_text() for t in ax.get_yticklabels()][-1] == "451+"
-    assert {(t.get_text(), t.get_position()) for t in ax.texts} == {("0.75", (1, 0)), ("0.30", (18, 9))}  # from AST bin 1
+    # the region starts at AST bin 1
+    assert {(t.get_text(), t.get_position()) for t in ax.texts} == {("0.75", (1, 0)), ("0.30", (18, 9))}
 
 
 def test_the_archive_plot_shows_the_occupied_region():
