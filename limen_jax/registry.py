@@ -76,6 +76,13 @@ def families() -> dict[str, str]:
     return out
 
 
+def family_missing_extra(prefix: str) -> str | None:
+    """The extra (named by the family's entry point) that family ``prefix`` needs and that
+    is not installed; None when it is installed or names none."""
+    eps = [ep for ep in importlib.metadata.entry_points(group=FAMILY_GROUP) if ep.name == prefix]
+    return next((extra for ep in eps[:1] for extra in ep.extras if not installed(extra)), None)
+
+
 def listing() -> list[tuple[str, str, str | None]]:
     """``(name, description, missing extra or None)`` of each registered task, sorted
     (the missing extra is a module name when no extra provides it),

@@ -11,7 +11,7 @@ import sys
 
 from limen_jax.cli_errors import report_bugs
 from limen_jax.extras import install_line
-from limen_jax.registry import factory_for, families, listing, make, task_facts, task_problem
+from limen_jax.registry import factory_for, families, family_missing_extra, listing, make, task_facts, task_problem
 
 
 def _plain(text: str | None) -> str:
@@ -54,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     if fams:
         print("\nadapter families (--task <family>:<env>):")
         for prefix, line in fams.items():
+            missing = family_missing_extra(prefix)
+            line = f"(not installed: {install_line(missing)}) {line}" if missing else line
             print(f"{prefix + ':<env>':<{width}}  {line}")
     return 0
 

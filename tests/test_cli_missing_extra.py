@@ -59,6 +59,7 @@ def test_tasks_marks_a_task_whose_extra_is_missing_without_importing_it(tmp_path
     assert '(not installed: pip install -e ".[mujoco]") Brax ant' in lines["ant"]
     assert '(not installed: pip install -e ".[mujoco]") Unitree Go1' in lines["go1_push"]
     assert "not installed" not in lines["xland_easy"] and "XLand-MiniGrid 9x9 room" in lines["xland_easy"]
+    assert lines["brax:<env>"].startswith('brax:<env>        (not installed: pip install -e ".[mujoco]") Brax')
 
 
 def test_listing_tasks_imports_no_task_module():
