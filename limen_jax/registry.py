@@ -178,7 +178,7 @@ def task_facts(name: str) -> Any | None:
 def unknown_env(family: str, env_name: str, known: Sequence[str]) -> UnknownTask:
     """The error for ``<family>:<env_name>`` naming no environment of the family: the
     closest names of ``known`` (difflib), or all of them when none is close."""
-    close = difflib.get_close_matches(env_name, known, n=3, cutoff=0.6)
+    close = difflib.get_close_matches(env_name, known, n=3, cutoff=0.7)
     close += [k for k in known if k.lower() == env_name.lower() and k not in close]
     if close:
         return UnknownTask(f"unknown task '{family}:{env_name}'; did you mean "
