@@ -164,9 +164,9 @@ def check_sample(task: Task, limits: Limits) -> Transition:
         if memo not in _SAMPLES:
             key = sample_cache.cache_key(task, limits)
             parts = _sample_parts(task, limits)
-            # the leaves the file must hold: the samplers traced, not run
-            shapes = jax.eval_shape(lambda k: _joined([sampler(k) for sampler, _ in parts]), jax.random.key(0))
-            sample = sample_cache.load(key, shapes)
+            # the leaves a stored file must hold: the samplers traced, not run
+            sample = sample_cache.load(key, lambda: jax.eval_shape(
+                lambda k: _joined([sampler(k) for sampler, _ in parts]), jax.random.key(0)))
             if sample is None:
                 sample = _joined([build() for _, build in parts])
                 sample_cache.save(key, sample)

@@ -20,6 +20,7 @@ import inspect
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,13 +54,14 @@ def cache_key(task: Any, limits: Any) -> str:
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def load(key: str, expected: Any) -> Any | None:
-    """The sample stored under ``key`` as the pytree ``expected`` (its
-    ``jax.ShapeDtypeStruct`` leaves) describes; None when there is none or it does not fit."""
+def load(key: str, expected: Callable[[], Any]) -> Any | None:
+    """The sample stored under ``key`` as the pytree ``expected()`` (its
+    ``jax.ShapeDtypeStruct`` leaves; asked only when a file is there) describes; None when
+    there is none or it does not fit."""
     root = cache_dir()
-    if root is None:
+    if root is None or not (root / f"{key}.npz").is_file():
         return None
-    shapes, treedef = jax.tree.flatten(expected)
+    shapes, treedef = jax.tree.flatten(expected())
     try:
         with np.load(root / f"{key}.npz", allow_pickle=False) as f:
             arrays = [f[f"leaf_{i}"] for i in range(len(shapes))]

@@ -19,7 +19,7 @@ def stored(easy_task, easy_sample, tmp_path, monkeypatch):
     monkeypatch.setenv("LIMEN_JAX_XLA_CACHE", str(tmp_path / "xla"))
     key = sample_cache.cache_key(easy_task, Limits())
     sample_cache.save(key, easy_sample)
-    shapes = jax.eval_shape(lambda s: s, easy_sample)
+    shapes = lambda: jax.eval_shape(lambda s: s, easy_sample)  # noqa: E731
     return key, shapes, tmp_path / "xla" / "check_samples" / f"{key}.npz"
 
 
