@@ -167,7 +167,9 @@ def _load(args: argparse.Namespace, plan: dict[str, Any]) -> tuple[Any, Any, Any
         raise BadInput(f"the policy in {plan['dir']} cannot be read: {exc}") from None
     # a search run's config names the task as the run resolved it (an entry point, a
     # family:name or module:Class); the policy's metadata holds the task's own name
-    name = str(run.get("task") or meta.get("task"))
+    name = str(run.get("task") or meta.get("task") or "")
+    if not name:
+        raise BadInput(f"the policy in {plan['dir']} cannot be read: it names no task")
     try:
         task = make(name)
     except (KeyError, ImportError) as exc:  # e.g. the task's extra is not installed here
