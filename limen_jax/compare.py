@@ -273,7 +273,7 @@ def table(runs: Sequence[dict[str, Any]]) -> str:
             run["name"],
             cfg["task"],
             cfg["search"]["mode"],
-            cfg["search"]["strategy"],
+            strategy_name(run),  # what ran: a baseline mode runs its own strategy
             _mutator(run),
             f"{cfg['cascade']['full_steps']:,} x {cfg['search']['seeds']}",
             str(len(records)),

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from limen_jax.config import EvolveConfig
-from limen_jax.progress import Progress
+from limen_jax.progress import AskStatus, Progress
 from limen_jax.run.ask import Prepared, ask_and_check, asks_llm
 from limen_jax.run.batch_jobs import Submitted, jobs_for, placeholder_jobs, trains, wait_all
 from limen_jax.run.interfaces import prefetch_check_sample, stored_interface
@@ -150,27 +150,26 @@ class Loop:
         """Propose batch ``it`` (unless restored), carry out its asks and checks, pre-screen it."""
         s = self.s
         requests = self._propose(it) if requests is None else requests
-        asks, answered = sum(map(asks_llm, requests)), [0]
+        programs = sum(isinstance(r, ProgramRequest) and r.source != "default" for r in requests)
+        status = AskStatus(it, sum(map(asks_llm, requests)), programs)
 
         def log(event: str, **fields: Any) -> None:
             self.rd.log(event, **fields)
-            if event == "response":
-                answered[0] += 1
-                self.progress.set("ask", f"iter {it}: {answered[0]}/{asks} answered, checking", announce=False)
+            status.answered += event == "response"
 
-        if asks:  # what the live status says until the answers are in
-            self.progress.set("ask", f"iter {it}: asking for {asks} answer(s)")
+        if programs:  # the live status, redrawn every second, until the batch is checked
+            self.progress.set("ask", status.text)
         try:
             prepared = ask_and_check(requests, mutator=s.mutator.get, task=s.task, mode=s.mode,
                                      store=s.archive.store, concurrency=s.config.llm.concurrency, limits=s.limits,
-                                     log=log, mutator_name=s.mutator.built_name, iteration=it, strategy=s.strategy)
+                                     log=log, mutator_name=s.mutator.built_name, iteration=it, strategy=s.strategy,
+                                     on_check=status.checked)
         finally:
             self.progress.clear("ask")
         if s.prescreen is not None and prepared.stop is None:
-            from limen_jax.search.evaluation.prescreen import screen
+            from limen_jax.search.evaluation.prescreen import screen_and_report
 
-            for event in screen(s.prescreen, prepared.children, self.ctx):
-                self.rd.log("prescreen", iteration=it, **event)
+            screen_and_report(s.prescreen, prepared.children, self.ctx, self.rd, self.say, self.progress, it)
         s.interfaces.update((c.record.id, c.interface) for c in prepared.trainable)
         return prepared
 

@@ -93,24 +93,31 @@ def plot_progress(records: Sequence[dict[str, Any]], path: str | Path | None = N
 
 def plot_archive(heatmap: np.ndarray, obs_labels: Sequence[str], ast_labels: Sequence[str],
                  path: str | Path | None = None, title: str = "") -> Any:
-    """Heatmap of the best fitness per cell over all islands.
+    """Heatmap of the best fitness per cell over all islands, on the run viewer's axes
+    (reward AST nodes across, observation dimension up), cut to the occupied cells and one
+    empty cell around them: a run fills a few cells of a 10 x 20 grid.
 
     heatmap: (num_obs_bins, num_ast_bins) float, NaN where empty (Archive.heatmap()).
     """
+    h = np.asarray(heatmap, dtype=np.float64)
+    rows, cols = np.nonzero(np.isfinite(h).any(1))[0], np.nonzero(np.isfinite(h).any(0))[0]
+    r0, r1 = (max(rows[0] - 1, 0), min(rows[-1] + 2, h.shape[0])) if rows.size else (0, h.shape[0])
+    c0, c1 = (max(cols[0] - 1, 0), min(cols[-1] + 2, h.shape[1])) if cols.size else (0, h.shape[1])
+    part = h[r0:r1, c0:c1]
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    im = ax.imshow(np.asarray(heatmap, dtype=np.float64).T, origin="lower", aspect="auto", vmin=0.0, vmax=1.0,
-                   cmap="viridis")
-    ax.set_xticks(range(len(obs_labels)))
-    ax.set_xticklabels(obs_labels, rotation=45, fontsize=7)
-    ax.set_yticks(range(len(ast_labels)))
-    ax.set_yticklabels(ast_labels, fontsize=7)
-    ax.set_xlabel("observation dimension")
-    ax.set_ylabel("reward AST nodes")
-    ax.set_title(title or "MAP-Elites archive (best success per cell)")
-    for (i, j), value in np.ndenumerate(np.asarray(heatmap, dtype=np.float64)):  # each filled cell's number
+    fig, ax = plt.subplots(figsize=(min(3 + 0.55 * part.shape[1], 11), min(2.5 + 0.4 * part.shape[0], 7)))
+    im = ax.imshow(part, origin="lower", aspect="auto", vmin=0.0, vmax=1.0, cmap="viridis")
+    ax.set_xticks(range(part.shape[1]))
+    ax.set_xticklabels(ast_labels[c0:c1], rotation=45, fontsize=7)
+    ax.set_yticks(range(part.shape[0]))
+    ax.set_yticklabels(obs_labels[r0:r1], fontsize=7)
+    ax.set_xlabel("reward AST nodes")
+    ax.set_ylabel("observation dimension")
+    whole = part.shape == h.shape
+    ax.set_title(title or "MAP-Elites archive (best success per cell" + ("" if whole else ", occupied region") + ")")
+    for (i, j), value in np.ndenumerate(part):  # each filled cell's number
         if np.isfinite(value):
-            ax.text(i, j, f"{value:.2f}", ha="center", va="center", fontsize=6,
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7,
                     color="black" if value > 0.6 else "white")
     fig.colorbar(im, ax=ax, label="success")
     return _save(fig, path)

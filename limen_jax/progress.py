@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -105,6 +106,38 @@ class Progress:
         """Record a finished batch's throughput for the next estimate."""
         if seconds > 0 and candidates * seeds * steps > 0:
             self.rate = candidates * seeds * steps / seconds
+
+
+class AskStatus:
+    """What the status line says while batch ``it`` is asked for and checked: ``iter 3: 2/4
+    answered, checked 1/2, 12 s (~8 s left)``. ``answered`` counts the LLM's answers;
+    :meth:`checked` is the checks' callback (``limen_jax.run.ask.ask_and_check``'s
+    ``on_check``); ``expected``: the programs the batch will check. The estimate (once a
+    check has ended) is the time per ended check applied to those still to end."""
+
+    def __init__(self, it: int, asks: int, expected: int) -> None:
+        self.it, self.asks, self.expected = it, asks, expected
+        self.answered = self.done = self.submitted = 0
+        self.start = time.time()
+        self.first_check: float | None = None
+
+    def checked(self, done: int, submitted: int) -> None:
+        if self.first_check is None:
+            self.first_check = time.time()
+        self.done, self.submitted = done, submitted
+
+    def text(self) -> str:
+        now = time.time()
+        parts = [f"iter {self.it}: " + (f"{self.answered}/{self.asks} answered" if self.answered or not self.asks
+                                        else f"asking for {self.asks} answer(s)")]
+        total = max(self.expected, self.submitted)
+        if self.submitted:
+            parts.append(f"checked {self.done}/{total}")
+        text = ", ".join(parts) + (f", {now - self.start:.0f} s" if now - self.start >= 1 else "")
+        if self.done and self.first_check is not None and self.done < total:
+            left = (now - self.first_check) / self.done * (total - self.done)
+            text += f" (checks ~{left:.0f} s left)"
+        return text
 
 
 def _si(x: float) -> str:

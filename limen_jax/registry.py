@@ -12,16 +12,24 @@ A name resolves, in this order, to
 5. the class of a task already built in this process under that name (so a task made
    by hand still has its facts found by ``PPOConfig.preset(task.name)``).
 
-Nothing is imported until a name is resolved, so listing tasks stays cheap and a task
-whose extra is not installed fails only when it is used. This module knows no task.
+Nothing is imported until a name is resolved: :func:`listing` reads each task's
+description from its module's source, so listing tasks stays cheap (no MuJoCo or Brax
+import) and a task whose extra is not installed is marked, failing only when it is used.
+An entry point names the extra its task needs as ``"module:Class [mujoco]"``. This
+module knows no task.
 """
 
 from __future__ import annotations
 
+import ast
+import difflib
 import importlib
 import importlib.metadata
-from collections.abc import Callable
+import importlib.util
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from limen_jax.extras import extra_for, installed, missing_extra_line
 
 GROUP = "limen_jax.tasks"
 FAMILY_GROUP = "limen_jax.task_families"
@@ -59,15 +67,39 @@ def registered_tasks() -> list[str]:
 
 
 def families() -> dict[str, str]:
-    """Adapter family prefixes and the one-line description of each."""
+    """Adapter family prefixes and the one-line description of each (read from the
+    family module's source: nothing is imported)."""
     out = {}
     for prefix, ref in sorted(_all_families().items()):
-        try:
-            module = importlib.import_module(ref.partition(":")[0]) if isinstance(ref, str) else None
-            doc = (module.__doc__ if module else getattr(ref, "__doc__", None)) or ""
-        except ImportError:
-            doc = ""
+        doc = _module_doc(ref.partition(":")[0]) if isinstance(ref, str) else (getattr(ref, "__doc__", None) or "")
         out[prefix] = doc.strip().splitlines()[0].replace("``", "`") if doc.strip() else ""
+    return out
+
+
+def family_missing_extra(prefix: str) -> str | None:
+    """The extra (named by the family's entry point) that family ``prefix`` needs and that
+    is not installed; None when it is installed or names none."""
+    eps = [ep for ep in importlib.metadata.entry_points(group=FAMILY_GROUP) if ep.name == prefix]
+    return next((extra for ep in eps[:1] for extra in ep.extras if not installed(extra)), None)
+
+
+def listing() -> list[tuple[str, str, str | None]]:
+    """``(name, description, missing extra or None)`` of each registered task, sorted
+    (the missing extra is a module name when no extra provides it),
+    without importing any task module (a description the source does not hold as a
+    literal is read by importing, as :func:`describe` does)."""
+    eps = {ep.name: ep for ep in reversed(list(importlib.metadata.entry_points(group=GROUP)))}
+    out = []
+    for name in registered_tasks():
+        ep = eps.get(name) if name not in _REGISTERED else None
+        missing = next((extra for extra in (ep.extras if ep else ()) if not installed(extra)), None)
+        line = _static_description(ep.module, ep.attr) if ep else None
+        if line is None and missing is None:
+            try:
+                line = describe(name)
+            except ImportError as exc:
+                line, missing = "", extra_for(exc) or exc.name or str(exc)
+        out.append((name, line or "", missing))
     return out
 
 
@@ -86,7 +118,7 @@ def task_problem(name: str, exc: BaseException) -> str:
     if isinstance(exc, UnknownTask):
         return str(exc)
     if isinstance(exc, ImportError):
-        return f"task {name!r} needs a package that is not installed ({exc.name or exc}); see the README's extras"
+        return missing_extra_line(f"task {name!r}", exc)
     return f"task {name!r} cannot be built: {exc}"
 
 
@@ -138,9 +170,20 @@ def task_facts(name: str) -> Any | None:
     built task when the factory is not a class; None for an unknown name."""
     try:
         factory = factory_for(name)
-    except KeyError:
+    except (KeyError, ImportError):  # the task is refused in one line where it is built
         return None
     return factory if isinstance(factory, type) else factory()
+
+
+def unknown_env(family: str, env_name: str, known: Sequence[str]) -> UnknownTask:
+    """The error for ``<family>:<env_name>`` naming no environment of the family: the
+    closest names of ``known`` (difflib), or all of them when none is close."""
+    close = difflib.get_close_matches(env_name, known, n=3, cutoff=0.7)
+    close += [k for k in known if k.lower() == env_name.lower() and k not in close]
+    if close:
+        return UnknownTask(f"unknown task '{family}:{env_name}'; did you mean "
+                           f"{' or '.join(f'{family}:{c}' for c in close)}?")
+    return UnknownTask(f"unknown task '{family}:{env_name}'; {family} environments: {', '.join(known)}")
 
 
 def _resolve(ref: Any) -> Any:
@@ -157,12 +200,48 @@ def _entry_points() -> dict[str, str]:
     """``name -> "module:attr"`` of every installed ``limen_jax.tasks`` entry point (first wins)."""
     out: dict[str, str] = {}
     for ep in importlib.metadata.entry_points(group=GROUP):
-        out.setdefault(ep.name, ep.value)
+        out.setdefault(ep.name, f"{ep.module}:{ep.attr}")
     return out
 
 
 def _packaged_families() -> dict[str, str]:
-    return {ep.name: ep.value for ep in importlib.metadata.entry_points(group=FAMILY_GROUP)}
+    return {ep.name: f"{ep.module}:{ep.attr}" for ep in importlib.metadata.entry_points(group=FAMILY_GROUP)}
+
+
+def _module_ast(module: str) -> ast.Module | None:
+    """The parsed source of ``module`` (its parent packages are imported, it is not); None
+    when it has no readable source."""
+    try:
+        spec = importlib.util.find_spec(module)
+        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+            return None
+        with open(spec.origin, encoding="utf-8") as f:
+            return ast.parse(f.read())
+    except (ImportError, ValueError, OSError, SyntaxError):
+        return None
+
+
+def _module_doc(module: str) -> str:
+    tree = _module_ast(module)
+    return (ast.get_docstring(tree) if tree else None) or ""
+
+
+def _static_description(module: str, attr: str) -> str | None:
+    """A task class's ``description`` string literal, else its docstring's first line,
+    read from source; None when the source does not hold it as a literal."""
+    tree = _module_ast(module)
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == attr), None) if tree else None
+    if cls is None:
+        return None
+    for node in cls.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else (
+            node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
+        value = getattr(node, "value", None)
+        if (isinstance(target, ast.Name) and target.id == "description" and isinstance(value, ast.Constant)
+                and isinstance(value.value, str) and value.value):
+            return value.value
+    doc = ast.get_docstring(cls)
+    return doc.strip().splitlines()[0] if doc else None
 
 
 def _all_families() -> dict[str, FamilyResolver | str]:

@@ -156,17 +156,24 @@ def _load(args: argparse.Namespace, plan: dict[str, Any]) -> tuple[Any, Any, Any
     from limen_jax.interface import default_interface
     from limen_jax.policies import load_policy
     from limen_jax.program import compile_interface
+    from limen_jax.registry import task_problem
     from limen_jax.task import make
 
     run = _run_config(args.run_dir)
     try:
         policy = load_policy(plan["dir"])
         meta = policy.metadata
-        # a search run's config names the task as the run resolved it (an entry point, a
-        # family:name or module:Class); the policy's metadata holds the task's own name
-        task = make(run.get("task") or meta["task"])
     except (OSError, ValueError, KeyError) as exc:
         raise BadInput(f"the policy in {plan['dir']} cannot be read: {exc}") from None
+    # a search run's config names the task as the run resolved it (an entry point, a
+    # family:name or module:Class); the policy's metadata holds the task's own name
+    name = str(run.get("task") or meta.get("task") or "")
+    if not name:
+        raise BadInput(f"the policy in {plan['dir']} cannot be read: it names no task")
+    try:
+        task = make(name)
+    except (KeyError, ImportError) as exc:  # e.g. the task's extra is not installed here
+        raise BadInput(task_problem(name, exc)) from None
     params = {k: float(v) for k, v in meta.get("task_params", {}).items()}
     if params and params != {k: float(v) for k, v in dict(task.params).items()}:
         task = task.with_params(**params)

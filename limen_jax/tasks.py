@@ -10,8 +10,8 @@ import argparse
 import sys
 
 from limen_jax.cli_errors import report_bugs
-from limen_jax.registry import describe, factory_for, families, make, registered_tasks, task_facts, task_problem
-from limen_jax.task import PRESETS, Task
+from limen_jax.extras import install_line
+from limen_jax.registry import factory_for, families, family_missing_extra, listing, make, task_facts, task_problem
 
 
 def _plain(text: str | None) -> str:
@@ -31,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
         except (KeyError, ImportError) as exc:
             print(f"error: {task_problem(args.budgets, exc)}", file=sys.stderr)
             return 2
+        from limen_jax.task import PRESETS, Task
+
         facts = task_facts(args.budgets) or Task  # as EvolveConfig.preset_for reads them
         for preset in PRESETS:
             print(f"{preset}: {facts.budget(preset).summary()}")
@@ -42,18 +44,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {task_problem(args.context, exc)}", file=sys.stderr)
             return 2
         return 0
-    names = registered_tasks()
+    tasks = listing()
     fams = families()
-    width = max(map(len, [*names, *(f"{p}:<env>" for p in fams)]))
-    for name in names:
-        try:
-            line = describe(name)
-        except ImportError as exc:  # e.g. the task's extra is not installed
-            line = f"(unavailable: {exc.name or exc})"
-        print(f"{name:<{width}}  {line}")
+    width = max(map(len, [*(t[0] for t in tasks), *(f"{p}:<env>" for p in fams)]))
+    for name, line, missing in tasks:
+        if missing:  # the task's extra is not installed
+            line = f"(not installed: {install_line(missing)}) {line}"
+        print(f"{name:<{width}}  {line}".rstrip())
     if fams:
         print("\nadapter families (--task <family>:<env>):")
         for prefix, line in fams.items():
+            missing = family_missing_extra(prefix)
+            line = f"(not installed: {install_line(missing)}) {line}" if missing else line
             print(f"{prefix + ':<env>':<{width}}  {line}")
     return 0
 

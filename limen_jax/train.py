@@ -172,14 +172,15 @@ def main(argv: list[str] | None = None) -> int:
 
     updates = config.num_updates(args.steps)
     rollout = auto_rollout(config, updates) if args.rollout == "auto" else args.rollout
-    if updates * config.steps_per_update != args.steps and not args.json:
-        print(f"--steps {args.steps:,} trains {updates * config.steps_per_update:,} steps: {updates} whole PPO updates "
-              f"of {config.steps_per_update:,} ({config.num_envs} envs x {config.rollout_len} steps)")
+    trained = updates * config.steps_per_update  # what train_batch runs: whole PPO updates only
     seeds = [args.seed_offset + s for s in range(args.seeds)]
     if not args.json:
         where = f"{task.name} ({', '.join(f'{k}={v:g}' for k, v in perturb.items())})" if perturb else task.name
+        rounded = (f" (--steps {args.steps:,} rounded to {updates} whole PPO update{'s' * (updates > 1)} of "
+                   f"{config.steps_per_update:,} = {config.num_envs} envs x {config.rollout_len} steps)"
+                   if trained != args.steps else "")
         print(f"training {iface.name} on {where}: obs_dim {iface.obs_dim}, {len(seeds)} seeds x "
-              f"{args.steps:,} steps ({args.preset} preset, {rollout} rollout)", flush=True)  # fmt: skip
+              f"{trained:,} steps{rounded}; {args.preset} preset, {rollout} rollout", flush=True)  # fmt: skip
     result = train_batch(task, [iface], seeds=seeds, total_steps=args.steps, config=config, rollout=rollout,
                          return_policies=args.save_policy is not None)  # fmt: skip
     per_seed = [float(x) for x in result.success[0]]

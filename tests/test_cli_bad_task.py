@@ -34,3 +34,33 @@ def test_a_module_path_that_does_not_import_is_named(capsys):
 
     assert evolve_main(["--task", "no_such_pkg.mod:Task"]) == 2
     assert capsys.readouterr().err == "error: unknown task 'no_such_pkg.mod:Task': no module 'no_such_pkg'\n"
+
+
+MISSPELT = {
+    "check": lambda f, d: ["--task", "brax:reachr", str(f)],
+    "train": lambda f, d: ["--task", "brax:reachr", "--default", "--save-policy", str(d / "policy")],
+    "evolve": lambda f, d: ["--task", "brax:reachr", "--run-dir", str(d / "run")],
+    "tasks": lambda f, d: ["--context", "brax:reachr"],
+}
+
+
+@pytest.mark.parametrize("cli", sorted(MISSPELT))
+def test_a_misspelt_adapter_env_names_the_closest(cli, tmp_path, capsys):
+    pytest.importorskip("brax")
+    program = tmp_path / "mine.py"
+    program.write_text("def get_observation(state):\n    return state\n")
+    made = tmp_path / "made"
+    made.mkdir()
+    assert importlib.import_module(f"limen_jax.{cli}").main(MISSPELT[cli](program, made)) == 2
+    prefix, _, line = capsys.readouterr().err.partition(": ")
+    assert (prefix in ("error", cli), line) == (True, "unknown task 'brax:reachr'; did you mean brax:reacher?\n")
+    assert list(made.iterdir()) == []
+
+
+def test_an_adapter_env_far_from_every_name_lists_them():
+    from limen_jax.registry import unknown_env
+
+    far = unknown_env("brax", "zzz", ["ant", "reacher"])
+    assert str(far) == "unknown task 'brax:zzz'; brax environments: ant, reacher"
+    assert str(unknown_env("playground", "cartpolebalance", ["CartpoleBalance", "PointMass"])) == (
+        "unknown task 'playground:cartpolebalance'; did you mean playground:CartpoleBalance?")

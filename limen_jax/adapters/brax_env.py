@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from limen_jax.adapters.env_task import EnvTask, SuccessFn, subclass
 from limen_jax.adapters.mjx_support import patch_mjx_tree_scan
+from limen_jax.registry import unknown_env
 
 # Brax's training wrappers cut episodes at 1000 steps; its environments have no horizon.
 BRAX_EPISODE_LENGTH = 1000
@@ -31,7 +32,7 @@ class BraxEnvTask(EnvTask):
 
         patch_mjx_tree_scan()
         if self.env_name not in envs._envs:
-            raise KeyError(f"no Brax environment {self.env_name!r}; known: {', '.join(sorted(envs._envs))}")
+            raise unknown_env("brax", self.env_name, sorted(envs._envs))
         with warnings.catch_warnings():
             # Brax's notice that it is unmaintained, printed on every load
             warnings.filterwarnings("ignore", message="Brax System", category=UserWarning)

@@ -21,6 +21,7 @@ from typing import Any
 
 from limen_jax.adapters.env_task import EnvTask, SuccessFn, subclass
 from limen_jax.adapters.mjx_support import patch_mjx_tree_scan, use_offline_menagerie
+from limen_jax.registry import unknown_env
 
 
 class PlaygroundTask(EnvTask):
@@ -34,7 +35,7 @@ class PlaygroundTask(EnvTask):
         use_offline_menagerie()
         patch_mjx_tree_scan()
         if self.env_name not in registry.ALL_ENVS:
-            raise KeyError(f"no Playground environment {self.env_name!r}; known: {', '.join(registry.ALL_ENVS)}")
+            raise unknown_env("playground", self.env_name, registry.ALL_ENVS)
         config = registry.get_default_config(self.env_name)
         overrides = {"impl": "jax"} if "impl" in config else None
         env = registry.load(self.env_name, config_overrides=overrides)

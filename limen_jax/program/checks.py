@@ -154,16 +154,49 @@ def check_sample(task: Task, limits: Limits) -> Transition:
     of up to 64 steps, plus ``limits.long_sample_size`` from full-length episodes (capped
     at 512 steps) when the episode is longer than 64 steps, plus
     ``limits.scripted_sample_size`` from scripted rollouts of full-length episodes (capped
-    likewise), in that order."""
-    parts = [sample_for(task, limits.sample_size, limits.sample_seed)]
+    likewise), in that order. Built once per task and machine: kept on disk
+    (:mod:`limen_jax.program.sample_cache`) and in this process."""
+    from limen_jax.program import sample_cache
+
+    memo = ("check", type(task), tuple(sorted(task.params.items())), limits.sample_size, limits.long_sample_size,
+            limits.scripted_sample_size, limits.sample_seed)
+    with _CHECK_LOCK:  # taken before _SAMPLES_LOCK, never inside it
+        if memo not in _SAMPLES:
+            key = sample_cache.cache_key(task, limits)
+            parts = _sample_parts(task, limits)
+            # the leaves a stored file must hold: the samplers traced, not run
+            sample = sample_cache.load(key, lambda: jax.eval_shape(
+                lambda k: _joined([sampler(k) for sampler, _ in parts]), jax.random.key(0)))
+            if sample is None:
+                sample = _joined([build() for _, build in parts])
+                sample_cache.save(key, sample)
+            _SAMPLES[memo] = sample
+        return _SAMPLES[memo]
+
+
+_CHECK_LOCK = threading.Lock()
+Part = tuple[Callable[[jax.Array], Transition], Callable[[], Transition]]
+
+
+def _sample_parts(task: Task, limits: Limits) -> list[Part]:
+    """Each part of the check sample: its sampler of a key (for its shapes) and how it is
+    built (cached in this process)."""
     horizon = min(task.episode_length, _LONG_HORIZON_CAP)
+    n, seed = limits.sample_size, limits.sample_seed
+    parts: list[Part] = [(lambda k: task.sample_transitions(k, num=n), lambda: sample_for(task, n, seed))]
     if limits.long_sample_size > 0 and horizon > 64:
-        parts.append(sample_for(task, limits.long_sample_size, limits.sample_seed + 1, horizon))
+        m = limits.long_sample_size
+        parts.append((lambda k: task.sample_transitions(k, num=m, horizon=horizon),
+                      lambda: sample_for(task, m, seed + 1, horizon)))
     if limits.scripted_sample_size > 0:
-        parts.append(scripted_for(task, limits.scripted_sample_size, limits.sample_seed + 2, max(horizon, 2)))
-    if len(parts) == 1:
-        return parts[0]
-    return jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
+        q, h = limits.scripted_sample_size, max(horizon, 2)
+        parts.append((lambda k: scripted_transitions(task, k, num=q, horizon=h),
+                      lambda: scripted_for(task, q, seed + 2, h)))
+    return parts
+
+
+def _joined(parts: list[Transition]) -> Transition:
+    return parts[0] if len(parts) == 1 else jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
 
 
 @dataclasses.dataclass(frozen=True)

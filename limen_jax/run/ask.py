@@ -15,6 +15,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import dataclasses
 import re
+import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -145,11 +146,13 @@ def ask_and_check(
     mutator_name: Callable[[], str] = lambda: "custom",
     iteration: int = 0,
     strategy: Any = None,
+    on_check: Callable[[int, int], None] = lambda done, submitted: None,
 ) -> Prepared:
     """Carry out the program and text requests of a batch; see the module docs.
     ``mutator()`` gives the run's client (built on first use: a batch that asks the LLM
     nothing never builds one); ``strategy`` writes its requests' answers in an offline run
-    (None: :class:`~limen_jax.search.base.StrategyBase`'s defaults)."""
+    (None: :class:`~limen_jax.search.base.StrategyBase`'s defaults). ``on_check(done,
+    submitted)`` is called (from a checking thread) as each check is submitted and as each ends."""
     from limen_jax.llm import ClientError
     from limen_jax.search.base import StrategyBase
 
@@ -158,7 +161,7 @@ def ask_and_check(
     asks = [r for r in requests if asks_llm(r)]
     _log_prompts(asks, log)
     stops: list[BaseException] = []
-    checks = _Checks(task, mode, limits)
+    checks = _Checks(task, mode, limits, on_check)
     name = mutator_name() if asks else ""
     pool = cf.ThreadPoolExecutor(max_workers=max(1, min(concurrency or len(asks), len(asks) or 1)),
                                  thread_name_prefix="limen-llm")
@@ -210,20 +213,30 @@ class _Checks:
     """The batch's checks, each in a sandboxed worker process of its own, side by side
     while later answers arrive; :meth:`collect` puts each checked child in its place."""
 
-    def __init__(self, task: Any, mode: str, limits: Any) -> None:
+    def __init__(self, task: Any, mode: str, limits: Any, on_check: Callable[[int, int], None]) -> None:
         from limen_jax.program import default_workers
 
-        self.task, self.mode, self.limits = task, mode, limits
+        self.task, self.mode, self.limits, self.on_check = task, mode, limits, on_check
         self._pool = cf.ThreadPoolExecutor(max_workers=default_workers(), thread_name_prefix="limen-check")
         self._pending: list[tuple[int, cf.Future[Child]]] = []
         self._first = time.time()
+        self._done = 0
+        self._lock = threading.Lock()
 
     def submit(self, index: int, request: ProgramRequest, record: ProgramRecord, text: str,
                metadata: dict[str, Any], truncated: bool) -> None:
         if not self._pending:
             self._first = time.time()
-        self._pending.append((index, self._pool.submit(_check, request, record, text, metadata, self.task,
-                                                       self.mode, self.limits, truncated)))
+        future = self._pool.submit(_check, request, record, text, metadata, self.task, self.mode, self.limits,
+                                   truncated)
+        self._pending.append((index, future))
+        self.on_check(self._done, len(self._pending))
+        future.add_done_callback(self._ended)
+
+    def _ended(self, _: cf.Future[Child]) -> None:
+        with self._lock:
+            self._done += 1
+            self.on_check(self._done, len(self._pending))
 
     def collect(self, children: list[Child]) -> None:
         for index, future in self._pending:

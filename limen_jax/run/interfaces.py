@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from typing import Any
 
 from limen_jax.progress import Progress
@@ -18,8 +19,14 @@ def prefetch_check_sample(task: Any, limits: Any, progress: Progress) -> None:
     the first check builds it again and reports the failure as the engine's."""
     from limen_jax.program import check_sample
 
+    start = time.time()
+
+    def text() -> str:  # redrawn every second: an MJX task's first build takes minutes on a CPU
+        elapsed = time.time() - start
+        return "building the check sample (once per task and machine)" + (f", {elapsed:.0f} s" if elapsed >= 1 else "")
+
     def build() -> None:
-        progress.set("sample", "building the check sample (compiling the task's rollouts)")
+        progress.set("sample", text)
         with contextlib.suppress(Exception):  # raised again, and classified, by the first check
             check_sample(task, limits)
         progress.clear("sample")

@@ -383,6 +383,28 @@ def curve_keys(curves: dict[str, Any]) -> list[str]:
     return head + terms + [k for k in curves if k not in head and k not in terms]
 
 
+PER_EPISODE = ("success", "return", "episode_length")  # means over the episodes that ended in an update
+
+
+def settled(curves: dict[str, Any]) -> dict[str, Any]:
+    """``curves`` with the per-episode curves (success, return, episode length, the reward
+    terms) blank (None) until as many episodes have ended, in all, as ended in the busiest
+    update (about one per environment). Before that only episodes that ended early count,
+    and in most tasks those are the successes: a curve would start at 1.0 and seem to
+    collapse."""
+    counts = [c if isinstance(c, (int, float)) and c == c else 0.0 for c in curves.get("episodes") or []]
+    if not counts or max(counts) <= 0:
+        return curves
+    total, start, wave = 0.0, len(counts), max(counts)
+    for i, c in enumerate(counts):
+        total += c
+        if total >= wave:
+            start = i
+            break
+    return {k: ([None] * start + list(v[start:]) if (k in PER_EPISODE or k.startswith("reward/"))
+                and isinstance(v, list) else v) for k, v in curves.items()}
+
+
 def diff(old: str, new: str, old_name: str, new_name: str) -> str:
     """Unified diff of two programs (3 lines of context)."""
     if len(old) > _DIFF_CHARS or len(new) > _DIFF_CHARS:
@@ -428,9 +450,9 @@ def detail(run: Run, program_id: str) -> dict[str, Any]:
         "response": None if response is None else {k: v for k, v in response.items() if k not in ("event", "id")},
         "thought": record["thought"], "error": record["error"], "stage": record["stage"],
         "success": record["success"], "success_per_seed": record["success_per_seed"],
-        "final_return": record["final_return"], "feedback": record["feedback"], "curves": record["curves"],
+        "final_return": record["final_return"], "feedback": record["feedback"], "curves": settled(record["curves"]),
         "curve_keys": curve_keys(record["curves"]),
-        "parent_curves": None if first is None else {"id": first["id"], "curves": first["curves"]},
+        "parent_curves": None if first is None else {"id": first["id"], "curves": settled(first["curves"])},
         "evaluations": record["evaluations"], "metadata": record["metadata"],
         "obs_dim": record["obs_dim"], "reward_ast_size": record["reward_ast_size"],
         "policy": _policy_files(run, program_id),

@@ -127,5 +127,22 @@ def test_the_archive_plot_prints_each_filled_cells_value_and_the_open_axis_ends(
     fig = plot_archive(heat, spec.obs_labels(), spec.ast_labels())
     ax = fig.axes[0]
     assert sorted(t.get_text() for t in ax.texts) == ["0.30", "0.75"]
-    assert [t.get_text() for t in ax.get_xticklabels()][-1] == "451+"
-    assert [t.get_text() for t in ax.get_yticklabels()][-1] == "475+"
+    # the viewer's axes: reward AST nodes across, observation dimension up
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("reward AST nodes", "observation dimension")
+    assert [t.get_text() for t in ax.get_xticklabels()][-1] == "475+"
+    assert [t.get_text() for t in ax.get_yticklabels()][-1] == "451+"
+    # the region starts at AST bin 1
+    assert {(t.get_text(), t.get_position()) for t in ax.texts} == {("0.75", (1, 0)), ("0.30", (18, 9))}
+
+
+def test_the_archive_plot_shows_the_occupied_region():
+    from limen_jax.plots import plot_archive
+
+    spec = GridSpec()
+    heat = np.full((spec.num_obs_bins, spec.num_ast_bins), np.nan)
+    heat[0, 5], heat[1, 7] = 0.5, 0.25  # obs bins 0-1, AST bins 5-7: one empty cell around them
+    ax = plot_archive(heat, spec.obs_labels(), spec.ast_labels()).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == spec.ast_labels()[4:9]
+    assert [t.get_text() for t in ax.get_yticklabels()] == spec.obs_labels()[0:3]
+    assert {(t.get_text(), t.get_position()) for t in ax.texts} == {("0.50", (1, 0)), ("0.25", (3, 1))}
+    assert "occupied region" in ax.get_title()

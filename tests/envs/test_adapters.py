@@ -74,7 +74,7 @@ def test_adapter_facts_come_from_the_adapter_task():
     cpu = EvolveConfig.preset_for("brax:reacher", "cpu")
     assert (cpu.cascade.full_steps, cpu.search.iterations, cpu.search.candidates) == (25_600, 1, 2)
     assert playground_env.task_class("CartpoleBalance") is playground_env.task_class("CartpoleBalance")
-    with pytest.raises(KeyError, match="no Brax environment 'nope'"):
+    with pytest.raises(KeyError, match="unknown task 'brax:nope'; brax environments: ant, "):
         lj.make("brax:nope")
 
 

@@ -53,7 +53,7 @@ def test_compare_prints_one_row_per_run_and_plots(tmp_path, capsys):
     assert 0.8 < lo < 0.89 and 0.91 < hi < 0.97
     assert f"**0.900** [{lo:.2f}, {hi:.2f}] (0.89, 0.91) | 5 (1 failed, 3 retries) | 12,000 / 3,400 | $1.23 |" \
         in row_full
-    assert "| sparse | xland_hard | sparse | map_elites | - |" in row_sparse and "**0.004** [0.00, " in row_sparse
+    assert "| sparse | xland_hard | sparse | sparse | - |" in row_sparse and "**0.004** [0.00, " in row_sparse
     # two strategies (the sparse baseline is one), one run each: their bests' intervals
     pair = next(line for line in lines if line.startswith("map_elites vs sparse"))
     assert lines[lines.index(pair) - 1] == "" and lines[-1] == f"plot: {out_png}"

@@ -69,7 +69,8 @@ def test_a_piped_run_prints_its_phases_before_each_report(tmp_path):
     out = subprocess.run([sys.executable, "-m", "limen_jax.evolve", *TOY, "--run-dir", str(tmp_path / "run")],
                          capture_output=True, text=True, env=_env(), timeout=600).stdout
     lines = out.splitlines()
-    assert lines[0].startswith("limen_jax: toy_corridor, mode full")
+    assert lines[0] == f"limen_jax: starting toy_task:ToyCorridor in {tmp_path / 'run'}"  # within seconds
+    assert lines[1].startswith("limen_jax: toy_corridor, mode full")
     for it in (0, 1):
         report = next(i for i, line in enumerate(lines) if line.startswith(f"[iter {it}/1]"))
         asked = lines.index(f"  iter {it}: asking for 2 answer(s)")
@@ -102,3 +103,23 @@ def test_on_a_terminal_a_status_line_shows_the_phase(tmp_path):
     assert "\x1b[" in screen  # drawn and redrawn by rich, not printed as lines
     assert "  iter 0: asking for 2 answer(s)\r\n" not in screen  # no plain phase lines on a terminal
     assert "[iter 1/1]" in screen and "best:" in screen
+
+
+def test_the_ask_status_counts_answers_and_checks_with_an_estimate(monkeypatch):
+    from limen_jax import progress
+
+    clock = [100.0]
+    monkeypatch.setattr(progress.time, "time", lambda: clock[0])
+    status = progress.AskStatus(3, asks=4, expected=4)
+    assert status.text() == "iter 3: asking for 4 answer(s)"
+    clock[0] = 105.0
+    status.answered = 2
+    status.checked(0, 1)
+    status.checked(0, 2)
+    assert status.text() == "iter 3: 2/4 answered, checked 0/4, 5 s"
+    clock[0] = 109.0
+    status.checked(1, 2)  # one check ended 4 s after the first began: ~4 s each for the other three
+    assert status.text() == "iter 3: 2/4 answered, checked 1/4, 9 s (checks ~12 s left)"
+    status.answered, clock[0] = 4, 113.0
+    status.checked(4, 4)
+    assert status.text() == "iter 3: 4/4 answered, checked 4/4, 13 s"

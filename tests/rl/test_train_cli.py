@@ -99,4 +99,6 @@ def test_steps_that_are_not_whole_updates_are_stated(capsys):
     assert main(["--task", "toy_tasks:Corridor", "--default", "--seeds", "1", "--steps", "3000", "--ppo",
                  "num_envs=32", "eval_episodes=16"]) == 0
     out = capsys.readouterr().out
-    assert "--steps 3,000 trains 2,560 steps: 5 whole PPO updates of 512 (32 envs x 16 steps)" in out
+    assert ("1 seeds x 2,560 steps (--steps 3,000 rounded to 5 whole PPO updates of 512 = 32 envs x 16 steps); "
+            "cpu preset") in out
+    assert "3,000" not in out.replace("(--steps 3,000 rounded", "")

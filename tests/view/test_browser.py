@@ -222,6 +222,11 @@ def test_a_kept_policy_rolls_out_from_the_page(browser: Any, real_run: Path) -> 
         click_node(pg, other)
         assert pg.locator("#detail .rollout-button").count() == 0
         click_node(pg, kept[-1])
+        # the roll-out comes first; the checkpoint's files are folded away
+        policy_box = pg.locator("#detail details", has_text="Kept policy").first
+        assert "seed(s) kept" in policy_box.text_content()
+        assert pg.evaluate("() => [...document.querySelectorAll('#detail details')].filter("
+                           "d => d.firstChild.textContent.startsWith('checkpoint files')).map(d => d.open)") == [False]
         pg.locator("#detail .rollout-button").click()
         frames = pg.locator("#detail img.rollout-frames")
         frames.wait_for(timeout=180_000)

@@ -149,3 +149,14 @@ def test_older_record_fields_get_defaults(tmp_path: Path) -> None:
     d = data.detail(run, "it0000-c00")
     assert (d["thought"], d["evaluations"], d["feedback"], d["metadata"]) == ("", {}, {}, {})
     assert data.summary(run)["programs"][0]["operator"] == "from_scratch"
+
+
+def test_per_episode_curves_start_once_a_wave_of_episodes_has_ended() -> None:
+    # the quick start's first updates: a few quick successes end, then the timeouts
+    curves = {"success": [1.0, 1.0, 1.0, 1.0, 0.05, 0.71], "episodes": [10.0, 10.0, 9.0, 7.5, 225.0, 24.0],
+              "reward/goal": [9.0, 9.0, 9.0, 9.0, 0.5, 6.0], "entropy": [1.0, 0.9, 0.8, 0.7, 0.6, 0.5]}
+    out = data.settled(curves)
+    assert out["success"] == [None, None, None, None, 0.05, 0.71]  # 261 ended by update 4, >= 225
+    assert out["reward/goal"] == [None, None, None, None, 0.5, 6.0]
+    assert out["entropy"] == curves["entropy"] and out["episodes"] == curves["episodes"]
+    assert data.settled({"success": [0.5]}) == {"success": [0.5]}  # no counts: drawn as recorded

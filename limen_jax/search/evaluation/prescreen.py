@@ -84,3 +84,29 @@ def screen(prescreen: Prescreen, children: Sequence[Any], ctx: Any) -> list[dict
         events.append({"id": record.id, "kind": prescreen.kind, "score": value, "passed": passed,
                        "threshold": prescreen.threshold})
     return events
+
+
+def screen_and_report(prescreen: Prescreen, children: Sequence[Any], ctx: Any, rd: Any, say: Any, progress: Any,
+                      iteration: int) -> None:
+    """:func:`screen` the batch with the status line saying so, log each verdict to
+    ``rd`` (event ``prescreen``) and ``say`` them in one line."""
+    progress.set("prescreen", f"iter {iteration}: pre-screening on {prescreen.kind}")
+    try:
+        events = screen(prescreen, children, ctx)
+    finally:
+        progress.clear("prescreen")
+    for event in events:
+        rd.log("prescreen", iteration=iteration, **event)
+    if events:
+        say(verdicts_line(prescreen, events))
+
+
+def verdicts_line(prescreen: Prescreen, events: Sequence[dict[str, Any]]) -> str:
+    """One line of a batch's pre-screen verdicts: each program's score and whether it
+    passed (``p3 0.854 passed``), or why it failed to run."""
+    def one(e: dict[str, Any]) -> str:
+        if "score" not in e:
+            return f"{e['id']} failed ({e.get('error', 'error')})"
+        return f"{e['id']} {e['score']:.3f} {'passed' if e['passed'] else 'rejected'}"
+
+    return f"  prescreen {prescreen.kind} (threshold {prescreen.threshold:g}): {'; '.join(map(one, events))}"

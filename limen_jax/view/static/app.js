@@ -341,10 +341,15 @@
     box.appendChild(section("Training feedback", false, jsonBlock(d.feedback)));
     box.appendChild(section("Other evaluations", Object.keys(d.evaluations || {}).length > 0, jsonBlock(d.evaluations)));
     if (d.policy) {
+      // what a user needs first: the roll-out and which seeds were kept; the checkpoint's
+      // own files (a dozen per seed) stay folded
+      const seeds = [...new Set(d.policy.map((f) => f.name.split("/")[0]))];
+      const kb = d.policy.reduce((sum, f) => sum + f.bytes, 0) / 1024;
       const list = el("ul", {});
       for (const f of d.policy) list.appendChild(el("li", { text: `${f.name} (${f.bytes} bytes)` }));
-      const parts = [el("p", { class: "hint", text: `policies/${d.id}/` }), list];
-      if (!bundle) parts.push(rolloutButton(d.id));  // a static file has no server to roll out with
+      const parts = bundle ? [] : [rolloutButton(d.id)];  // a static file has no server to roll out with
+      parts.push(el("p", { class: "hint", text: `policies/${d.id}/: ${seeds.length} seed(s) kept (${seeds.join(", ")}), ${fmt(kb, 0)} kB` }),
+        section(`checkpoint files (${d.policy.length})`, false, list));
       box.appendChild(section("Kept policy", true, ...parts));
     }
     box.appendChild(section("Metadata", false, jsonBlock(d.metadata)));

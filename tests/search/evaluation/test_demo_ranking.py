@@ -28,6 +28,15 @@ def test_accuracy_by_hand():
     np.testing.assert_allclose(acc, [0.875, 0.5, 0.0])
 
 
+def test_rewards_that_order_transitions_alike_score_alike():
+    # what makes distinct programs score exactly alike: the accuracy sees only the order
+    expert = np.array([True, True, False, False, False])
+    base = np.array([10.5, 0.5, 0.5, 0.0, -0.5])
+    shifted, reordered = 0.1 * base - 0.01, np.array([10.5, 0.5, 0.5, 0.7, -0.5])
+    acc = ranking_accuracy(np.stack([base, shifted, reordered]), expert)
+    assert acc[0] == acc[1] == np.float32(5.5 / 6) and acc[2] == np.float32(4.5 / 6)
+
+
 def test_a_nan_ranks_an_expert_lowest_and_a_negative_highest():
     expert = np.array([True, True, False, False])
     # expert [nan, 2] vs [1, nan]: nan<1, nan<nan(inf)?: -inf < 1, -inf < inf, 2 > 1, 2 < inf -> 1/4

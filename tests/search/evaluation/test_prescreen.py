@@ -58,6 +58,10 @@ def test_rejected_before_training_and_told_to_the_llm(tmp_path):
     demos = [e for e in events if e["event"] == "demos"]
     assert len(demos) == 1 and demos[0]["expert"] > 0 and demos[0]["random"] > 0
     assert (run / "demos.npz").is_file()
+    # the terminal shows each batch's verdicts, one line per batch
+    lines = [line for line in out.stdout.splitlines() if line.startswith("  prescreen demos")]
+    assert lines == ["  prescreen demos (threshold 0.99): " + "; ".join(
+        f"{e['id']} {e['score']:.3f} rejected" for e in screened if e["iteration"] == it) for it in (0, 1)]
     # the second batch's prompts show the first batch's rejections with the accuracy
     prompts = [e for e in events if e["event"] == "prompt" and e["iteration"] == 1]
     first = [e for e in screened if e["iteration"] == 0]
