@@ -39,6 +39,12 @@ def jobs_for(children: Sequence[Any], ctx: JobContext) -> list[tuple[str, list[A
     return [(k, cs, evaluation_kind(k).job(ctx, [c.interface for c in cs], {})) for k, cs in kinds.items()]
 
 
+def training_counts(children: Sequence[Any]) -> tuple[int, int]:
+    """(children whose evaluation trains, children scored without training) of ``children``."""
+    n = sum(trains(c.request.evaluation) for c in children)
+    return n, len(children) - n
+
+
 def trains(kind: str) -> bool:
     """Whether evaluation ``kind`` compiles a trainer: the ones that do not (``demos``)
     have nothing to compile ahead."""

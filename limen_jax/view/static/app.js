@@ -145,6 +145,7 @@
     if (p.stage === "rejected" || p.error) return "x";
     if (p.stage === "pending") return "diamond-open";
     if (p.stage === "short") return "circle-open";
+    if (p.stage === "demos") return "square-open";
     return "circle";
   }
   function ancestry(run, id) {
@@ -299,6 +300,8 @@
       if (d.error.trace) verdict.appendChild(section("trace", false, pre(d.error.trace)));
     } else if (d.stage === "pending") {
       verdict.appendChild(el("div", { class: "verdict", text: "not scored yet" }));
+    } else if (d.stage === "demos") {
+      verdict.appendChild(el("div", { class: "verdict ok", text: "passed the checker; scored on demonstrations (not trained)" }));
     } else {
       verdict.appendChild(el("div", { class: "verdict ok", text: `passed the checker; trained (${d.stage} budget)` }));
     }
