@@ -1,6 +1,6 @@
 """The run's baseline: the task's default interface (default observation, sparse reward),
-trained once at the run's full budget in the first batch, as one more slot of the same
-compiled call as the candidates.
+trained once at the run's full budget in the first batch, beside the candidates (a job of
+its own: its observation is far wider than a program's, :func:`limen_jax.run.batch_jobs.jobs_for`).
 
 It is the level every search is measured against, and nothing more: not a candidate,
 never a parent, never in the archive or its grid, not counted as a program of the

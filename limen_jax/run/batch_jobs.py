@@ -30,13 +30,19 @@ class Submitted:
     records: list[Any] = dataclasses.field(default_factory=list)
 
 
-def jobs_for(children: Sequence[Any], ctx: JobContext) -> list[tuple[str, list[Any], EvalJob]]:
+def jobs_for(children: Sequence[Any], ctx: JobContext, baseline: Any = None) -> list[tuple[str, list[Any], EvalJob]]:
     """The evaluation jobs of ``children`` (:class:`limen_jax.run.ask.Child`), one per kind,
-    in first-asked order."""
+    in first-asked order, then the ``baseline``'s (:mod:`limen_jax.run.baseline`) when given."""
     kinds: dict[str, list[Any]] = {}
     for child in children:
         kinds.setdefault(child.request.evaluation, []).append(child)
-    return [(k, cs, evaluation_kind(k).job(ctx, [c.interface for c in cs], {})) for k, cs in kinds.items()]
+    out = [(k, cs, evaluation_kind(k).job(ctx, [c.interface for c in cs], {})) for k, cs in kinds.items()]
+    if baseline is not None:  # a job of its own: the default observation (1280 features on xland_hard) would pad
+        # every candidate of the batch to its width, several times their cost, and change their compiled call
+        kind = baseline.request.evaluation
+        out.append((kind, [baseline], evaluation_kind(kind).job(dataclasses.replace(ctx, pad_to=None),
+                                                                 [baseline.interface], {})))
+    return out
 
 
 def training_counts(children: Sequence[Any]) -> tuple[int, int]:
