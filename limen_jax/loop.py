@@ -180,7 +180,7 @@ class Loop:
         write_trainable(self.rd, prepared.trainable)
         out = [Submitted(kind, job, self.evaluator.submit(job), children=cs)
                for kind, cs, job in jobs_for(prepared.trainable, self.ctx, prepared.baseline)]
-        (n, scoring), it, t0 = training_counts(prepared.training), prepared.iteration, time.time()
+        (n, scoring), it, t0 = training_counts(prepared.trainable), prepared.iteration, time.time()
         if n or scoring:
             seeds, steps, text = s.config.search.seeds, s.config.cascade.full_steps, self.progress.training_text
             self.progress.set("train", lambda: text(it, n, seeds, steps, time.time() - t0, scoring))
