@@ -38,10 +38,10 @@ def jobs_for(children: Sequence[Any], ctx: JobContext, baseline: Any = None) -> 
         kinds.setdefault(child.request.evaluation, []).append(child)
     out = [(k, cs, evaluation_kind(k).job(ctx, [c.interface for c in cs], {})) for k, cs in kinds.items()]
     if baseline is not None:  # a job of its own: the default observation (1280 features on xland_hard) would pad
-        # every candidate of the batch to its width, several times their cost, and change their compiled call
-        kind = baseline.request.evaluation
-        out.append((kind, [baseline], evaluation_kind(kind).job(dataclasses.replace(ctx, pad_to=None),
-                                                                 [baseline.interface], {})))
+        # every candidate of the batch to its width, several times their cost, and change their compiled call.
+        # No watchdog: the task's own code is no untrusted program, and its pace is no norm for the candidates'
+        kind, alone = baseline.request.evaluation, dataclasses.replace(ctx, pad_to=None, watchdog_s=0.0)
+        out.append((kind, [baseline], evaluation_kind(kind).job(alone, [baseline.interface], {})))
     return out
 
 
