@@ -30,7 +30,7 @@ from xminigrid.environment import Environment
 from xminigrid.types import RuleSet
 
 from limen_jax.catalog import Catalog
-from limen_jax.task import Discrete, Task, TaskState
+from limen_jax.task import Budget, Discrete, Task, TaskState
 
 
 def xland_environment() -> type[Environment[Any, Any]]:
@@ -272,8 +272,10 @@ class XLandHard(XLandTask):
     size = 13
     episode_length = 400
     ppo_presets = {"cpu": XLAND_CPU, "paper": xland_paper(13)}
-    # cpu preset: 18 programs of 1M steps x 2 seeds (what it takes and finds: docs/evolution.md)
-    budgets = {"paper": paper_budget(3_000_000, 5_000_000, 0.01), "cpu": cpu_budget(1_000_000, 5, 3, 0.01)}
+    # cpu preset: 18 programs of 1M steps x 2 seeds (what it takes and finds: docs/evolution.md);
+    # quick: 4 programs of 300k steps x 1 seed, where the sparse baseline learns nothing (README)
+    budgets = {"paper": paper_budget(3_000_000, 5_000_000, 0.01), "cpu": cpu_budget(1_000_000, 5, 3, 0.01),
+               "quick": Budget(full_steps=300_000, iterations=1, candidates=2, seeds=1)}
     reward_ast_bin_width = 60  # its reference reward has 956 nodes: bin 15 (see XLandMedium)
     goal = TileNearGoal(tile_a=_tile(Tiles.BALL, Colors.GREEN), tile_b=_tile(Tiles.HEX, Colors.YELLOW))
     rules = (

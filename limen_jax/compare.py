@@ -2,10 +2,12 @@
 
 For ablations (``--mode full | obs_only | reward_only | sparse | independent``) and
 strategy comparisons on the same task and budget: one markdown table (mode, strategy,
-the mutator that actually ran, budget, programs, rejected, first-generation best, best
-as ``mean [lo, hi]`` with its seeds, LLM calls with failed calls and retries, tokens,
-spend) and, with ``--plot``, every run's best success so far over iterations on one
-figure. The best's interval is 95 % over its training seeds and their evaluation
+the mutator that actually ran, budget, programs, rejected, first-generation best, the
+baseline (the task's default interface as the run trained it), best as ``mean [lo, hi]``
+with its seeds, LLM calls with failed calls and retries, tokens, spend) and, with
+``--plot``, every run's best success so far over the programs it trained (``--x
+iterations``: over batches, whose sizes differ by strategy) on one figure, each run's
+baseline a dashed level. The best's interval is 95 % over its training seeds and their evaluation
 episodes (:func:`limen_jax.stats.success_interval`); it is the interval of that one
 program, picked as the best of many, so its mean leans high. When the runs ran two or
 more strategies, one line per pair of strategies says whether their bests differ beyond
@@ -46,6 +48,7 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
         "usage": state.get("usage") or {},
         "wall_s": _wall_s(path / "events.jsonl"),
         "eval_episodes": _eval_episodes(config),
+        "baseline": state.get("baseline"),  # None: skipped, or a run from before baselines
     }
 
 
@@ -261,7 +264,7 @@ def _best(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
 def table(runs: Sequence[dict[str, Any]]) -> str:
     """A markdown table, one row per run (see the module docstring for the columns)."""
     columns = ["run", "task", "mode", "strategy", "mutator", "steps x seeds", "programs", "rejected", "first gen",
-               "best (seeds)", "LLM calls", "tokens in / out", "spend"]  # fmt: skip
+               "baseline", "best (seeds)", "LLM calls", "tokens in / out", "spend"]  # fmt: skip
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for run in runs:
         cfg, records = run["config"], run["records"]
@@ -279,6 +282,7 @@ def table(runs: Sequence[dict[str, Any]]) -> str:
             str(len(records)),
             str(rejected),
             f"{first['success']:.3f}" if first else "-",
+            _baseline_cell(run.get("baseline")),
             f"**{best['success']:.3f}**{' ' + _bracket(interval) if interval else ''} ({seeds})" if best else "-",
             *_calls(run["usage"]),
             f"${run['spend_usd']:.2f}",
@@ -287,8 +291,25 @@ def table(runs: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def plot(runs: Sequence[dict[str, Any]], path: str | Path) -> None:
-    """Every run's best success so far over iterations, one step line each."""
+def _baseline_cell(baseline: dict[str, Any] | None) -> str:
+    return f"{baseline['success']:.3f}" if baseline and baseline.get("success") is not None else "-"
+
+
+def best_by_program(records: Sequence[dict[str, Any]]) -> list[float]:
+    """The running best success after each trained program (1st, 2nd, ...), in the order
+    they were made; rejected records and those scored without training are no programs
+    trained."""
+    best, out = 0.0, []
+    for r in records:
+        if r.get("success") is not None:
+            best = max(best, r["success"])
+            out.append(best)
+    return out
+
+
+def plot(runs: Sequence[dict[str, Any]], path: str | Path, x: str = "programs") -> None:
+    """Every run's best success so far over the programs it trained (``x="iterations"``:
+    over its batches), one step line each; each run's baseline a dashed level."""
     from matplotlib.ticker import MaxNLocator
 
     from limen_jax.plots import _pyplot, best_so_far
@@ -296,16 +317,21 @@ def plot(runs: Sequence[dict[str, Any]], path: str | Path) -> None:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     for run in runs:
-        line = best_so_far(run["records"])
+        line = best_by_program(run["records"]) if x == "programs" else best_so_far(run["records"])
         cfg = run["config"]
         budget = f"{cfg['cascade']['full_steps']:,} steps x {cfg['search']['seeds']}"
         label = f"{run['name']} ({cfg['search']['mode']}, {budget})"
         if len(line) == 1:  # no search (the sparse baseline): a level to beat
             ax.axhline(line[0], linestyle="--", color="grey", label=label)
         else:
-            ax.step(range(len(line)), line, where="post", label=label, marker="o", markersize=3)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # iterations are whole numbers
-    ax.set_xlabel("iteration")
+            xs = range(1, len(line) + 1) if x == "programs" else range(len(line))
+            drawn = ax.step(xs, line, where="post", label=label, marker="o", markersize=3)
+            baseline = (run.get("baseline") or {}).get("success")
+            if baseline is not None:
+                ax.axhline(baseline, linestyle="--", color=drawn[0].get_color(), alpha=0.7,
+                           label=f"{run['name']} baseline (sparse reward)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # programs and iterations are whole numbers
+    ax.set_xlabel("programs trained" if x == "programs" else "iteration")
     ax.set_ylabel("best success so far")
     ax.set_ylim(-0.05, 1.05)
     tasks = sorted({run["config"]["task"] for run in runs})
@@ -322,6 +348,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m limen_jax.compare", description=about)
     p.add_argument("runs", nargs="+", type=Path, help="run directories")
     p.add_argument("--plot", type=Path, default=None, help="write the best-so-far curves to this image")
+    p.add_argument("--x", choices=["programs", "iterations"], default="programs",
+                   help="the plot's x axis: programs trained (default; strategies' batches differ in size) or "
+                        "iterations")
     p.add_argument("--by-strategy", action="store_true",
                    help="also one row per strategy over its runs: best mean and spread, first generation, "
                         "programs per best, wall")
@@ -358,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print("\n".join(comparisons(groups, cut)))
     if args.plot is not None:
-        plot(runs, args.plot)
+        plot(runs, args.plot, args.x)
         print(f"plot: {args.plot}")
     return 0
 

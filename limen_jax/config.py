@@ -39,13 +39,16 @@ class SearchConfig:
     initial: from-scratch candidates in the first generation (default: ``candidates``);
     programs: a budget of programs (None: none) -- the run finishes after the batch that
     brings its programs (trained or rejected) to this many, whatever ``iterations`` says,
-    so that strategies whose batches differ in size can be held to one budget."""
+    so that strategies whose batches differ in size can be held to one budget. baseline:
+    train the task's default interface (default observation, sparse reward) once, in the
+    first batch beside the candidates, as the level the search is measured against."""
 
     iterations: int = 30
     candidates: int = 1
     seeds: int = 3
     initial: int | None = None
     programs: int | None = None
+    baseline: bool = True
     mode: Mode = "full"
     # a registered strategy (entry-point group limen_jax.strategies) and its options (the
     # fields of its Options dataclass, checked where the run starts: limen_jax.run.start)

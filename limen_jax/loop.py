@@ -1,17 +1,14 @@
 """One search run, batch by batch, durable, resumable and pipelined.
 
-The loop only executes: it asks the strategy for a batch of requests
-(:mod:`limen_jax.search.requests`), carries out their asks (the mutator, the checker:
-:mod:`limen_jax.run.ask`), submits each evaluation to the Evaluator as a job of its kind,
-waits, records the outcomes (:mod:`limen_jax.run.record`) in the archive and the run
-directory, tells the strategy, checkpoints. With the pipeline on, batch i+1 is proposed,
-asked and checked while batch i trains; its prompts see the archive as of batch i-1, a
-fixed depth, so a resumed or replayed run makes exactly the same choices.
+The loop only executes: it asks the strategy for a batch of requests (:mod:`limen_jax.search.requests`),
+carries out their asks (the mutator, the checker: :mod:`limen_jax.run.ask`), submits each evaluation to the
+Evaluator as a job of its kind (the first batch's with the baseline: :mod:`limen_jax.run.baseline`), waits,
+records the outcomes (:mod:`limen_jax.run.record`) in the archive and the run directory, tells the strategy,
+checkpoints. With the pipeline on, batch i+1 is proposed, asked and checked while batch i trains; its prompts
+see the archive as of batch i-1, a fixed depth, so a resumed or replayed run makes exactly the same choices.
 
-It carries a :class:`~limen_jax.run.state.RunState` between batches (opened by
-:func:`~limen_jax.run.state.open_run`); a run starts in :mod:`limen_jax.run.start`.
+It carries a :class:`~limen_jax.run.state.RunState` (:func:`~limen_jax.run.state.open_run`; :mod:`limen_jax.run.start`).
 """
-
 from __future__ import annotations
 
 import signal
@@ -25,7 +22,8 @@ import numpy as np
 from limen_jax.config import EvolveConfig
 from limen_jax.progress import AskStatus, Progress
 from limen_jax.run.ask import Prepared, ask_and_check, asks_llm
-from limen_jax.run.batch_jobs import Submitted, jobs_for, placeholder_jobs, trains, wait_all
+from limen_jax.run.baseline import note_baseline, with_baseline
+from limen_jax.run.batch_jobs import Submitted, jobs_for, placeholder_jobs, training_counts, trains, wait_all
 from limen_jax.run.interfaces import prefetch_check_sample, stored_interface
 from limen_jax.run.interrupts import Interrupts
 from limen_jax.run.outputs import report_lines, write_best, write_plots
@@ -79,7 +77,7 @@ class Loop:
                 nxt = self._prepare(it + 1, None) if s.pipeline and it + 1 < total else None
                 if nxt is not None and nxt.stop is None:
                     self._compile_ahead(nxt)
-                batches = self._wait(submitted, len(current.trainable), t0)
+                batches = self._wait(submitted, training_counts(current.training)[0], t0)
                 with self.interrupts.recording():
                     self._record(it, current, submitted, batches, nxt)
                 it += 1
@@ -108,7 +106,8 @@ class Loop:
         finally:
             self.progress.close()
             self._close(wait=True)
-        result = RunResult(self.rd.path, s.config, s.archive.store, s.archive, stopped, complete, signal=interrupted)
+        result = RunResult(self.rd.path, s.config, s.archive.store, s.archive, stopped, complete, interrupted,
+                           s.baseline)
         if interrupted is None:
             write_best(self.rd.path, s.archive.store, s.config, s.task.name)
             self._write_plots()
@@ -134,7 +133,7 @@ class Loop:
             prefetch_check_sample(s.task, s.limits, self.progress)
         for job in placeholder_jobs(asked, self.ctx, s.task, s.mode) if asked else []:
             self.evaluator.prepare(job)
-        return self._prepare(it, requests)
+        return with_baseline(self._prepare(it, requests), s)
 
     def _done(self, it: int) -> str | None:
         """Why the run stops before batch ``it``: its program budget spent, or its strategy's own rule."""
@@ -179,11 +178,11 @@ class Loop:
         s = self.s
         write_trainable(self.rd, prepared.trainable)
         out = [Submitted(kind, job, self.evaluator.submit(job), children=cs)
-               for kind, cs, job in jobs_for(prepared.trainable, self.ctx)]
-        n, it, t0, seeds = len(prepared.trainable), prepared.iteration, time.time(), s.config.search.seeds
-        if n:
-            steps = s.config.cascade.full_steps
-            self.progress.set("train", lambda: self.progress.training_text(it, n, seeds, steps, time.time() - t0))
+               for kind, cs, job in jobs_for(prepared.trainable, self.ctx, prepared.baseline)]
+        (n, scoring), it, t0 = training_counts(prepared.trainable), prepared.iteration, time.time()
+        if n or scoring:
+            seeds, steps, text = s.config.search.seeds, s.config.cascade.full_steps, self.progress.training_text
+            self.progress.set("train", lambda: text(it, n, seeds, steps, time.time() - t0, scoring))
         for request in prepared.evals:
             records = [s.archive.store.get(i) for i in request.program_ids]
             ifaces = [stored_interface(r, s.interfaces, s.task, s.mode, s.limits) for r in records]
@@ -223,6 +222,7 @@ class Loop:
         scored = score_batch(submitted, batches)
         for demos, round_ in scored.demos:
             s.demos.extend(demos, round_)
+        note_baseline(s, prepared, self.rd.log)
         for children, results in scored.trained:
             keep_trained_policies(self.rd, policies_to_keep(children, results), kept_policies(s))
         for event in scored.events:
@@ -246,4 +246,4 @@ class Loop:
         called after the next batch is submitted, which matplotlib must not hold back."""
         if self.s.plots_due:
             self.s.plots_due = False
-            write_plots(self.rd.path, self.s.archive, self.s.task.name, self.s.config.search.mode)
+            write_plots(self.rd.path, self.s.archive, self.s.task.name, self.s.config.search.mode, self.s.baseline)

@@ -79,15 +79,19 @@ def save_atomic(fig: Any, path: str | Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def plot_progress(records: Sequence[dict[str, Any]], path: str | Path | None = None, title: str = "") -> Any:
-    """Each candidate as a dot at its iteration (crashes as red crosses at 0), and the
-    running best success as a step line. ``records``: ProgramRecord dicts."""
+def plot_progress(records: Sequence[dict[str, Any]], path: str | Path | None = None, title: str = "",
+                  baseline: float | None = None) -> Any:
+    """Each candidate as a dot at its iteration (crashes as red crosses at 0), the running
+    best success as a step line, and the baseline's success (the task's default interface)
+    as a dashed level when given. ``records``: ProgramRecord dicts."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     _candidates(ax, records, lambda r: r["iteration"])
     if records:
         line = best_so_far(records)
         ax.step(range(len(line)), line, where="post", color="black", label="best so far")
+    if baseline is not None:
+        ax.axhline(baseline, color="tab:gray", linestyle="--", label=f"baseline {baseline:.2f} (sparse reward)")
     return _finish_success(fig, ax, "iteration", title or "interface search", path)
 
 

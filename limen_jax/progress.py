@@ -91,10 +91,16 @@ class Progress:
             self._status.update(line)
 
     # --- training -------------------------------------------------------------------
-    def training_text(self, it: int, candidates: int, seeds: int, steps: int, elapsed: float) -> str:
+    def training_text(self, it: int, candidates: int, seeds: int, steps: int, elapsed: float,
+                      scoring: int = 0) -> str:
         """``iter 3: training 4 candidate(s) x 2 seed(s), 12 s of ~40 s (52k steps/s)``; at
-        ``elapsed`` under half a second the expected time alone; without a previous batch no estimate."""
-        text = f"iter {it}: training {candidates} candidate(s) x {seeds} seed(s)"
+        ``elapsed`` under half a second the expected time alone; without a previous batch no
+        estimate. ``scoring``: rewards scored on demonstrations (no training), said first;
+        with no candidate to train, ``iter 3: scoring 2 reward(s) on demonstrations, 1 s``."""
+        if not candidates:
+            return f"iter {it}: scoring {scoring} reward(s) on demonstrations, {elapsed:.0f} s"
+        text = f"iter {it}: " + (f"scoring {scoring} reward(s) on demonstrations, " if scoring else "")
+        text += f"training {candidates} candidate(s) x {seeds} seed(s)"
         total = candidates * seeds * steps / self.rate if self.rate else None
         if elapsed >= 0.5:
             text += f", {elapsed:.0f} s" + (f" of ~{total:.0f} s" if total is not None else "")

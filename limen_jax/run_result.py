@@ -7,12 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from limen_jax.config import EvolveConfig
+from limen_jax.run.baseline import baseline_line
 from limen_jax.rundir import RunDir
 
 
 @dataclasses.dataclass
 class RunResult:
-    """What a run leaves in a notebook: the archive, the program store, the best record."""
+    """What a run leaves in a notebook: the archive, the program store, the best record,
+    and the baseline (the task's default interface as trained in the run:
+    :mod:`limen_jax.run.baseline`; None when the run skipped it)."""
 
     run_dir: Path
     config: EvolveConfig
@@ -24,6 +27,7 @@ class RunResult:
     complete: bool = True
     # the signal (SIGINT 2, SIGTERM 15) that stopped the run, when one did
     signal: int | None = None
+    baseline: dict[str, Any] | None = None
 
     @property
     def records(self) -> list[Any]:
@@ -36,7 +40,8 @@ class RunResult:
     def plot(self, path: str | Path | None = None) -> Any:
         from limen_jax.plots import plot_progress
 
-        return plot_progress([r.to_dict() for r in self.records], path, title=self.config.task)
+        return plot_progress([r.to_dict() for r in self.records], path, title=self.config.task,
+                             baseline=(self.baseline or {}).get("success"))
 
     def summary(self) -> str:
         return _summary(self)
@@ -46,11 +51,12 @@ def _summary(result: RunResult) -> str:
     recs = result.records
     trained = [r for r in recs if r.success is not None]
     rejected = [r for r in recs if r.error]
+    demos = sum(r.stage == "demos" for r in recs)
     usage = (RunDir(result.run_dir).read_json("usage.json") or {})
     lines = [
         f"run: {result.run_dir}  ({result.stopped})",
         f"task {result.config.task}, mode {result.config.search.mode}: {len(recs)} programs, "
-        f"{len(trained)} trained, {len(rejected)} rejected",
+        f"{len(trained)} trained, {len(rejected)} rejected" + (f", {demos} scored on demonstrations" if demos else ""),
     ]
     best = result.best
     if best is not None and best.success is not None:
@@ -60,6 +66,7 @@ def _summary(result: RunResult) -> str:
             f"reward AST {best.reward_ast_size}"
         )
         lines.append(f"best interface: {result.run_dir / 'best_interface.py'}")
+    lines += baseline_line(result.baseline, best)
     if usage.get("calls") or usage.get("failed_calls"):
         lines.append(
             f"LLM ({usage.get('mutator')}): {usage['calls']} calls, {usage['failed_calls']} failed, "

@@ -109,7 +109,8 @@ DEFAULT_BUDGETS: Mapping[str, Budget] = {
 # the paper's 30 programs in 30. 8 x 3 seeds x 8,192 envs is the batch benchmarks/gpu.py
 # measures (peak memory included) on an 80 GB GPU.
 GPU_CANDIDATES, GPU_ITERATIONS = 8, 10
-PRESETS = ("cpu", "paper", "gpu")
+# "quick": a first look on a CPU in a couple of minutes; a task that declares none gets its cpu budget
+PRESETS = ("cpu", "quick", "paper", "gpu")
 
 
 class TaskState(struct.PyTreeNode):
@@ -175,19 +176,23 @@ class Task(abc.ABC):
 
     @classmethod
     def ppo_preset(cls, kind: str) -> dict[str, Any]:
-        """PPOConfig field values of preset ``kind`` ("cpu", "paper" or "gpu")."""
+        """PPOConfig field values of preset ``kind`` ("cpu", "quick", "paper" or "gpu")."""
         if kind == "gpu" and "gpu" not in cls.ppo_presets:
             kind = "paper"
+        if kind == "quick" and "quick" not in cls.ppo_presets:
+            kind = "cpu"
         return dict(cls.ppo_presets.get(kind, {}))
 
     @classmethod
     def budget(cls, kind: str) -> Budget:
-        """The evolve budget of preset ``kind`` ("cpu", "paper" or "gpu")."""
+        """The evolve budget of preset ``kind`` ("cpu", "quick", "paper" or "gpu")."""
         if kind not in PRESETS:
             raise ValueError(f"unknown preset {kind!r}; expected one of {', '.join(PRESETS)}")
         if kind == "gpu" and "gpu" not in cls.budgets:
             return dataclasses.replace(cls.budget("paper"), candidates=GPU_CANDIDATES, iterations=GPU_ITERATIONS)
-        return cls.budgets.get(kind, DEFAULT_BUDGETS[kind])
+        if kind == "quick" and "quick" not in cls.budgets:
+            kind = "cpu"
+        return cls.budgets[kind] if kind in cls.budgets else DEFAULT_BUDGETS[kind]
 
     def with_params(self, **params: float) -> Task:
         """A copy of this task with some parameters overridden (robustness sweeps)."""

@@ -32,6 +32,7 @@ QUICK_START = "python -m limen_jax.evolve --task xland_easy"
 # README command -> (extra flags appended, slow)
 CASES: dict[str, tuple[list[str], bool]] = {
     QUICK_START: (TINY, False),
+    "python -m limen_jax.evolve --task xland_hard --preset quick": (TINY, False),
     "python -m limen_jax.tasks": ([], False),
     "python -m limen_jax.evolve --task playground:CartpoleBalance": (TINY, True),
     "python -m limen_jax.check --task xland_easy mine.py": ([], False),

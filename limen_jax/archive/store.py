@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from limen_jax.fields import reject_unknown
 
-Stage = Literal["rejected", "short", "full"]
-STAGES: tuple[str, ...] = ("rejected", "short", "full")
+Stage = Literal["rejected", "demos", "short", "full"]
+STAGES: tuple[str, ...] = ("rejected", "demos", "short", "full")
 
 
 def program_id(iteration: int, index: int) -> str:
@@ -44,8 +44,9 @@ class ProgramRecord:
     feedback: derived training feedback (trend, spread, plateau) shown to the LLM.
     error: None, or {"stage": ..., "message": ..., "trace": ...} when the candidate
         failed extraction, validation, compilation or training.
-    stage: "rejected" (never trained to a score), "short" (stopped by the cascade after
-        the short run) or "full" (full multi-seed run).
+    stage: "rejected" (never trained to a score), "demos" (scored on demonstrations only,
+        not trained: GRACE's fitness), "short" (stopped by the cascade after the short run)
+        or "full" (full multi-seed run).
     thought: the answer's text around the code (the LLM's reasoning, a design thought).
     evaluations: scores by other evaluation kinds than the fitness, by kind (e.g.
         "retrain": {"success": ..., "success_per_seed": [...], "seeds": [...], ...}).

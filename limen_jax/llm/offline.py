@@ -67,7 +67,7 @@ def render(catalog: Catalog, genome: Genome, mode: str = "full") -> str:
         for t, _ in terms:
             lines.append(textwrap.indent(f"# {t.name}\n{t.code}", "    "))
         total = " + ".join(f"{w:.4g} * t_{t.name}" for t, w in terms) or "0.0"
-        if genome.get("named") and terms:  # a dict reward: one named term per piece
+        if genome.get("named", True) and terms:  # a dict reward: one named term per piece (rollout shows each)
             named = ", ".join(f'"{t.name}": jnp.asarray({w:.4g} * t_{t.name}, dtype=jnp.float32)' for t, w in terms)
             lines.append(f"    return {{{named}}}")
         else:

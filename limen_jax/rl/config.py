@@ -117,9 +117,10 @@ class PPOConfig:
     @classmethod
     def preset(cls, task_name: str, kind: str = "cpu") -> PPOConfig:
         """The task's preset: "paper" (DESIGN.md §4), "gpu" (the paper's unless the task declares
-        one) or "cpu" (2-core CPU), from ``Task.ppo_presets``."""
-        if kind not in ("cpu", "paper", "gpu"):
-            raise ValueError(f"preset kind must be 'cpu', 'paper' or 'gpu', got {kind!r}")
+        one), "cpu" (2-core CPU) or "quick" (the cpu one unless the task declares one), from
+        ``Task.ppo_presets``."""
+        if kind not in ("cpu", "quick", "paper", "gpu"):
+            raise ValueError(f"preset kind must be 'cpu', 'quick', 'paper' or 'gpu', got {kind!r}")
         from limen_jax.registry import task_facts
 
         facts = task_facts(task_name)  # None for an unknown name: PPOConfig's defaults

@@ -60,7 +60,8 @@ class Prepared:
     """A batch ready to evaluate. requests: everything the strategy asked, in order;
     children / texts: the program and text answers; evals: the evaluation requests.
     llm_s: wall seconds until every answer was in; check_s: seconds spent checking;
-    start / end: wall-clock bounds of the preparation."""
+    start / end: wall-clock bounds of the preparation. baseline: the task's default
+    interface to train beside the children (:mod:`limen_jax.run.baseline`), not one of them."""
 
     iteration: int
     requests: list[Request]
@@ -71,10 +72,16 @@ class Prepared:
     start: float = 0.0
     end: float = 0.0
     stop: RunStop | None = None
+    baseline: Child | None = None
 
     @property
     def trainable(self) -> list[Child]:
         return [c for c in self.children if c.interface is not None]
+
+    @property
+    def training(self) -> list[Child]:
+        """What the batch's jobs train: the trainable children, then the baseline."""
+        return self.trainable + ([self.baseline] if self.baseline is not None else [])
 
     @property
     def evals(self) -> list[EvalRequest]:
@@ -256,7 +263,7 @@ class _Checks:
 def _held(request: ProgramRequest, task: Any, checks: _Checks, index: int) -> Child:
     """A program the strategy holds: the task's default (no check), or its given code (checked)."""
     if request.source == "default":
-        return _default_child(request, task)
+        return default_child(request, task)
     record = _record(request, {"mutator": "given"})
     checks.submit(index, request, record, request.code, {}, False)
     return Child(request, record)
@@ -327,7 +334,7 @@ def _record(request: ProgramRequest, metadata: dict[str, Any]) -> ProgramRecord:
                          parent_ids=list(request.parent_ids), metadata={**metadata, "operator": request.operator})
 
 
-def _default_child(request: ProgramRequest, task: Any) -> Child:
+def default_child(request: ProgramRequest, task: Any) -> Child:
     from limen_jax.interface import default_interface
 
     iface = default_interface(task)

@@ -30,13 +30,25 @@ class Submitted:
     records: list[Any] = dataclasses.field(default_factory=list)
 
 
-def jobs_for(children: Sequence[Any], ctx: JobContext) -> list[tuple[str, list[Any], EvalJob]]:
+def jobs_for(children: Sequence[Any], ctx: JobContext, baseline: Any = None) -> list[tuple[str, list[Any], EvalJob]]:
     """The evaluation jobs of ``children`` (:class:`limen_jax.run.ask.Child`), one per kind,
-    in first-asked order."""
+    in first-asked order, then the ``baseline``'s (:mod:`limen_jax.run.baseline`) when given."""
     kinds: dict[str, list[Any]] = {}
     for child in children:
         kinds.setdefault(child.request.evaluation, []).append(child)
-    return [(k, cs, evaluation_kind(k).job(ctx, [c.interface for c in cs], {})) for k, cs in kinds.items()]
+    out = [(k, cs, evaluation_kind(k).job(ctx, [c.interface for c in cs], {})) for k, cs in kinds.items()]
+    if baseline is not None:  # a job of its own: the default observation (1280 features on xland_hard) would pad
+        # every candidate of the batch to its width, several times their cost, and change their compiled call.
+        # No watchdog: the task's own code is no untrusted program, and its pace is no norm for the candidates'
+        kind, alone = baseline.request.evaluation, dataclasses.replace(ctx, pad_to=None, watchdog_s=0.0)
+        out.append((kind, [baseline], evaluation_kind(kind).job(alone, [baseline.interface], {})))
+    return out
+
+
+def training_counts(children: Sequence[Any]) -> tuple[int, int]:
+    """(children whose evaluation trains, children scored without training) of ``children``."""
+    n = sum(trains(c.request.evaluation) for c in children)
+    return n, len(children) - n
 
 
 def trains(kind: str) -> bool:

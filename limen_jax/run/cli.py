@@ -34,13 +34,18 @@ def _parser() -> argparse.ArgumentParser:
                f"none gets cpu: {DEFAULT_BUDGETS['cpu'].summary()}; paper: {DEFAULT_BUDGETS['paper'].summary()}.",
     )
     p.add_argument("--task", help="registered task name, family:name or module:Class (python -m limen_jax.tasks)")
-    p.add_argument("--preset", choices=["cpu", "paper"], help="budgets (default: cpu)")
+    p.add_argument("--preset", choices=["cpu", "quick", "paper"],
+                   help="budgets (default: cpu; quick: a first look in a few minutes on a CPU)")
     p.add_argument("--iterations", type=int, help=f"iterations after the first generation {preset}")
     p.add_argument("--candidates", type=int, help=f"children per iteration, trained together {preset}")
     p.add_argument("--programs", type=int, metavar="N",
                    help="a budget of programs: finish after the batch that brings the run to N programs "
                         "(trained or rejected), whatever --iterations says; holds strategies with different "
-                        "batch sizes to one budget")
+                        "batch sizes to one budget (--iterations counts batches, whose sizes differ by "
+                        "strategy)")
+    p.add_argument("--no-baseline", dest="baseline", action="store_false", default=None,
+                   help="do not train the task's default interface (default observation, sparse reward) beside "
+                        "the first batch as the level the run is measured against (search.baseline)")
     p.add_argument("--seeds", type=int, help=f"seeds of the full training run {preset}")
     p.add_argument("--mode", choices=MODES, help="what candidates write: full (observation and reward programs, the "
                    "default), obs_only (an observation; the task's sparse reward), reward_only (a reward; the task's "
@@ -126,7 +131,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
     search = given((("iterations", args.iterations), ("programs", args.programs), ("candidates", args.candidates),
                     ("seeds", args.seeds), ("mode", args.mode), ("strategy", args.strategy),
-                    ("pipeline", args.pipeline), ("prescreen", args.prescreen), ("demos", args.demos)))
+                    ("pipeline", args.pipeline), ("prescreen", args.prescreen), ("demos", args.demos),
+                    ("baseline", args.baseline)))
     if args.fitness is not None:
         search["options"] = {"fitness": args.fitness}
     cascade = given((("short_steps", args.short_steps), ("full_steps", args.full_steps)))

@@ -61,14 +61,16 @@ def train_flags(mode: str) -> str:
     return "--interface best_interface.py" + (f" --mode {half}" if half != "full" else "")
 
 
-def write_plots(run: Path, archive: Any, task_name: str, mode: str) -> None:
-    """progress.png and archive.png, and depth.png when records carry a lineage depth
-    (``metadata["depth"]``); nothing before the first record."""
+def write_plots(run: Path, archive: Any, task_name: str, mode: str, baseline: dict[str, Any] | None = None) -> None:
+    """progress.png (with the ``baseline``'s level: :mod:`limen_jax.run.baseline`) and
+    archive.png, and depth.png when records carry a lineage depth (``metadata["depth"]``);
+    nothing before the first record."""
     from limen_jax.plots import plot_archive, plot_depth, plot_progress  # matplotlib: ~1 s to import
 
     records = [r.to_dict() for r in archive.store]
     if records:
-        plot_progress(records, run / "progress.png", title=f"{task_name} ({mode})")
+        plot_progress(records, run / "progress.png", title=f"{task_name} ({mode})",
+                      baseline=(baseline or {}).get("success"))
         spec = archive.config.grid
         plot_archive(archive.heatmap(), spec.obs_labels(), spec.ast_labels(), run / "archive.png")
         if any("depth" in r["metadata"] for r in records):

@@ -66,6 +66,7 @@ def batch_outcomes(prepared: Prepared, scored: Scored) -> list[Outcome]:
 
 
 def policies_to_keep(children: Sequence[Child], results: Sequence[Any]) -> list[tuple[str, Any]]:
-    """(program id, result) of every trained child that was not rejected and brought policies."""
+    """(program id, result) of every trained child that was not rejected and brought policies
+    (the baseline's are not kept: it is no program of the search)."""
     return [(c.record.id, r) for c, r in zip(children, results)
-            if c.record.error is None and getattr(r, "policies", None)]
+            if c.record.error is None and getattr(r, "policies", None) and c.request.operator != "baseline"]

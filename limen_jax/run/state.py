@@ -46,7 +46,9 @@ class RunState:
     generation this process runs; pending: a proposed batch restored from the checkpoint
     (the pipeline's next batch), or None; ppo / limits: the PPO config and the checker's
     limits (None: the defaults); interfaces: compiled interfaces by program id (this
-    process); plots_due: a checkpoint came since the plots were drawn."""
+    process); plots_due: a checkpoint came since the plots were drawn; baseline: the
+    task's default interface as trained in the first batch (:func:`limen_jax.run.baseline.baseline_of`),
+    None before it is trained or when the run skips it."""
 
     config: EvolveConfig
     task: Any
@@ -64,6 +66,7 @@ class RunState:
     clock: Clock
     interfaces: dict[str, Any] = dataclasses.field(default_factory=dict)
     plots_due: bool = True
+    baseline: dict[str, Any] | None = None
 
     @property
     def pipeline(self) -> bool:
@@ -118,7 +121,8 @@ def open_run(config: EvolveConfig, rd: RunDir, task: Any, *, mutator: Any, allow
             run_mutator.name = state.get("usage", {}).get("mutator", run_mutator.name)
     t0 = time.time()
     return RunState(config, task, mode, strategy, archive, run_mutator, demos, prescreen, iterations, start,
-                    pending, _ppo_config(config, task), _limits(config), Clock(t0, last_iter_end=t0))
+                    pending, _ppo_config(config, task), _limits(config), Clock(t0, last_iter_end=t0),
+                    baseline=(state or {}).get("baseline"))
 
 
 def _ppo_config(config: EvolveConfig, task: Any) -> Any:
@@ -145,7 +149,7 @@ def search_view(state: RunState, it: int) -> Any:
     n = (search.initial or search.candidates) if it == 0 else search.candidates
     return SearchView(state.archive, state.task, state.mode, it, n, state.config.prompt,
                       budget_text(state.config.cascade.full_steps, search.seeds), limits.max_obs_dim,
-                      limits.max_work_vs_step, demos=state.demos.get)
+                      limits.max_work_vs_step, demos=state.demos.get, last=state.iterations)
 
 
 def kept_policies(state: RunState) -> str:

@@ -54,7 +54,7 @@ def write_checkpoint(rd: RunDir, it: int, state: RunState, pending: list[Request
     rd.write_json("state.json", {
         "iteration": it, "archive": state.archive.to_dict(), "strategy": state.strategy.to_dict(),
         "pending": [request_to_dict(r) for r in pending] if pending else None,
-        "spend_usd": state.mutator.spend, "usage": usage,
+        "spend_usd": state.mutator.spend, "usage": usage, "baseline": state.baseline,
     })
     rd.write_json("usage.json", usage)
     write_best(rd.path, state.archive.store, state.config, state.task.name)

@@ -46,7 +46,9 @@ class SearchView:
     :func:`ask_text`, :func:`evaluate`) turn into an id, so that strategies sharing one batch
     (a portfolio's members) never give two requests the same id; 0 for a strategy alone.
     demos: a function returning the run's demonstrations
-    (:class:`~limen_jax.demos.DemoSet`, built or read on first call), or None.
+    (:class:`~limen_jax.demos.DemoSet`, built or read on first call), or None. last: the
+    run's last batch as planned (None: not known), so that a strategy whose fitness is not
+    PPO can train its best before the run ends.
     """
 
     archive: Archive
@@ -60,6 +62,7 @@ class SearchView:
     max_work_vs_step: float = 100.0
     first_index: int = 0
     demos: Any = None
+    last: int | None = None
 
     @property
     def store(self) -> Any:

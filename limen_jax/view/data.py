@@ -357,7 +357,14 @@ def _run_info(run: Run) -> dict[str, Any]:
         "iterations": search.get("iterations"), "iteration": run.state.get("iteration"),
         "status": status, "live": ended is None, "best": ended.get("best") if ended else None,
         "usage": usage, "spend_usd": run.state.get("spend_usd"), "config": run.config,
+        "baseline": _baseline(run.state.get("baseline")),
     }
+
+
+def _baseline(baseline: Any) -> float | None:
+    """The baseline's success (the task's default interface, :mod:`limen_jax.run.baseline`), or None."""
+    success = baseline.get("success") if isinstance(baseline, dict) else None
+    return float(success) if isinstance(success, int | float) and not isinstance(success, bool) else None
 
 
 def summary(run: Run) -> dict[str, Any]:

@@ -127,7 +127,7 @@ def test_the_first_generation_is_the_first_batch_that_made_programs(tmp_path, ca
     run = fake_run(tmp_path, "f", "full", [[], [0.2, 0.3], [0.7]])  # iteration 0 asked for text alone
     assert main([str(run), "--by-strategy"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert "| 0.300 | **0.700** [" in out[2] and "] (0.69, 0.71) |" in out[2]
+    assert "| 0.300 | - | **0.700** [" in out[2] and "] (0.69, 0.71) |" in out[2]  # no baseline in a fake run
     assert out[-1] == ("| map_elites | 1 | 1,000,000 x 2 | 3 | **0.700** (0.70) | - | 0.300 | 0.400 "
                        "| 3 | - |")  # fmt: skip
 
@@ -159,3 +159,17 @@ def test_enough_runs_give_an_iqm_and_a_difference_beyond_noise(tmp_path, capsys)
     # C(8, 4) = 70 splits only this one and its mirror differ by 0.5: p = 2/70
     assert out[-1] == ("map_elites vs independent: mean best 0.750 against 0.250; P(map_elites > independent) = 1.00; "
                        "permutation test (4 and 4 runs, unpaired): p = 0.03, a difference at the 5 % level")
+
+
+def test_a_run_s_baseline_has_a_column_and_the_plot_runs_over_programs_trained(tmp_path, capsys):
+    from limen_jax.compare import best_by_program
+
+    run = fake_run(tmp_path, "b", "full", [[0.2, None], [0.6, 0.4]])
+    state = json.loads((run / "state.json").read_text())
+    state["baseline"] = {"id": "baseline", "success": 0.05, "success_per_seed": [0.04, 0.06], "error": None}
+    (run / "state.json").write_text(json.dumps(state))
+    assert main([str(run), "--plot", str(tmp_path / "c.png")]) == 0
+    assert "| 0.200 | 0.050 | **0.600** [" in capsys.readouterr().out.splitlines()[2]
+    assert (tmp_path / "c.png").stat().st_size > 0
+    # a rejected record is no program trained: three programs, the best after each
+    assert best_by_program(state["archive"]["programs"]) == [0.2, 0.6, 0.6]

@@ -137,3 +137,13 @@ def test_budgets_are_checked_where_the_config_is_built():
             build()
         assert str(refused.value) == message
     assert CascadeConfig(short_steps=0, full_steps=1).full_steps == 1 and SearchConfig(programs=None).programs is None
+
+
+def test_no_baseline_and_the_quick_preset_come_from_the_command_line():
+    assert config_from_args(_parser().parse_args(["--task", "xland_easy"])).search.baseline is True
+    assert config_from_args(_parser().parse_args(["--task", "xland_easy", "--no-baseline"])).search.baseline is False
+    quick = config_from_args(_parser().parse_args(["--task", "xland_hard", "--preset", "quick"]))
+    assert (quick.cascade.full_steps, quick.search.iterations, quick.search.candidates, quick.search.seeds) == (
+        300_000, 1, 2, 1)
+    # a task that declares no quick budget gets its cpu one
+    assert EvolveConfig.preset_for("xland_easy", "quick").search == EvolveConfig.preset_for("xland_easy").search

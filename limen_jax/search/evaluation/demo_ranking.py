@@ -154,6 +154,8 @@ class DemosEvaluation(EvaluationBase):
         record.evaluations[self.name] = {"accuracy": result.accuracy, "experts": result.experts,
                                          "negatives": result.negatives}
         record.metadata.setdefault("scores", {})[self.name] = result.accuracy
+        if record.stage == "rejected":  # scored, not trained: neither a rejection nor a success
+            record.stage = "demos"
 
 
 def _one(interface: Any, demos: Any) -> Any:

@@ -83,13 +83,16 @@ class Grace(StrategyBase):
             self.max_iterations = self.options.rounds * (self.options.generations + 1) - 1
 
     # --- proposing ------------------------------------------------------------------
-    def _train_round(self, iteration: int) -> bool:
-        """Whether batch ``iteration`` trains the best with PPO (demos fitness only)."""
-        g = self.options.generations
-        return self.options.fitness == "demos" and iteration % (g + 1) == g
+    def _train_round(self, view: SearchView) -> bool:
+        """Whether batch ``view.iteration`` trains the best with PPO (demos fitness only): every
+        ``generations + 1``-th batch, and the run's last one when no PPO run came before it
+        (a short run still leaves a trained best)."""
+        g, it = self.options.generations, view.iteration
+        last = it == view.last and not self.trained
+        return self.options.fitness == "demos" and (it % (g + 1) == g or last)
 
     def propose(self, view: SearchView, rng: np.random.Generator) -> list[Request]:
-        if self._train_round(view.iteration) and self.population:
+        if self._train_round(view) and self.population:
             best = view.store.get(self.population[0])
             return [ProgramRequest(
                 id=program_id(view.iteration, 0), iteration=view.iteration, island=0, operator="train_best",

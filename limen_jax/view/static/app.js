@@ -113,6 +113,7 @@
       ["LLM calls", usage.calls], ["spend", usage.cost_usd === undefined ? "–" : `$${fmt(usage.cost_usd, 2)}`]];
     const best = bestProgram(run);
     if (best) items.push(["best", `${best.id} (${fmt(best.success)})`]);
+    if (info.baseline !== null && info.baseline !== undefined) items.push(["baseline", `${fmt(info.baseline)} (sparse reward)`]);
     for (const [k, v] of items) facts.appendChild(el("span", {}, `${k} `, el("b", { text: v === undefined || v === null ? "–" : String(v) })));
     const status = document.getElementById("run-status");
     status.textContent = info.live ? (bundle ? "running when saved" : "live: following the run") : `run ${info.status}`;
@@ -152,6 +153,7 @@
     if (p.stage === "rejected" || p.error) return "x";
     if (p.stage === "pending") return "diamond-open";
     if (p.stage === "short") return "circle-open";
+    if (p.stage === "demos") return "square-open";
     return "circle";
   }
   function ancestry(run, id) {
@@ -306,6 +308,8 @@
       if (d.error.trace) verdict.appendChild(section("trace", false, pre(d.error.trace)));
     } else if (d.stage === "pending") {
       verdict.appendChild(el("div", { class: "verdict", text: "not scored yet" }));
+    } else if (d.stage === "demos") {
+      verdict.appendChild(el("div", { class: "verdict ok", text: "passed the checker; scored on demonstrations (not trained)" }));
     } else {
       verdict.appendChild(el("div", { class: "verdict ok", text: `passed the checker; trained (${d.stage} budget)` }));
     }
@@ -411,6 +415,9 @@
         marker: { color: "#d62728", symbol: "x", size: 8 } },
       { type: "scatter", mode: "lines", name: "best so far", x: its, y: prog.map((p) => p.best), line: { shape: "hv", color: "#111", width: 2 },
         hovertext: prog.map((p) => esc(p.best_id || "")), hoverinfo: "text+y" },
+      ...(run.run.baseline === null || run.run.baseline === undefined || !its.length ? [] : [
+        { type: "scatter", mode: "lines", name: "baseline (sparse reward)", x: [its[0], its[its.length - 1]],
+          y: [run.run.baseline, run.run.baseline], line: { dash: "dash", color: "#888", width: 1.5 }, hoverinfo: "y" }]),
     ], { title: { text: "success by iteration", font: { size: 13 } }, margin: { l: 45, r: 10, t: 30, b: 40 },
       xaxis: iterationAxis(run), yaxis: { title: { text: "success" }, range: [-0.05, 1.05] },
       legend: { orientation: "h", y: -0.25 }, uirevision: "best" }, PLOT_CONFIG);

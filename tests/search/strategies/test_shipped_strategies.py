@@ -1,7 +1,9 @@
 """The shipped strategies choose exactly what they chose before the loop ran requests:
 data/shipped_strategies.json holds the ids, parents, islands, per-seed successes, stages
 and code hashes of offline xland_easy runs (cpu preset, 20,000 steps, seed 3) recorded
-with the loop at bc8872b, before the search-requests rewrite."""
+with the loop at bc8872b, before the search-requests rewrite. The code hashes were taken
+again when offline programs began to return their reward as named terms (a dict): the same
+terms summed, so every choice and score stayed as recorded."""
 
 from __future__ import annotations
 
