@@ -5,7 +5,8 @@
 - ``weighted``: drawn with probability proportional to the members' weights, from a
   Generator seeded by the request seed;
 - ``ucb``: a cost-aware UCB1 bandit. A call's credit is its child's improvement in
-  success over its parent (over 0 for a child from scratch; 0 for one that failed),
+  success over its first parent (over 0 for a child from scratch or of an untrained
+  parent; 0 for a child that failed or was not trained in full),
   divided by the call's dollars for a priced member (its tokens at its price, so a replay,
   whose answers cost nothing again, credits the same). An arm's mean credit, scaled by the
   best arm's, plus ``sqrt(2 ln N / n)`` is its score; an arm never tried goes first.
@@ -65,14 +66,14 @@ def arm_stats(records: Iterable[Any], prices: dict[str, Price]) -> dict[str, Arm
     with ``metadata["model"]``, its tokens, ``parent_ids`` and ``success``); records of
     models not in ``prices`` are left out."""
     records = list(records)
-    success = {r.id: r.success for r in records}
+    success = {r.id: r.success for r in records if r.evaluated}
     arms = {model: Arm() for model in prices}
     for r in records:
         model = r.metadata.get("model")
         if model not in arms:
             continue
         parent = success.get(r.parent_ids[0]) if r.parent_ids else 0.0
-        gain = max(0.0, float(r.success) - float(parent or 0.0)) if r.success is not None else 0.0
+        gain = max(0.0, float(r.success) - float(parent or 0.0)) if r.id in success else 0.0
         price = prices[model]
         dollars = price.cost(int(r.metadata.get("input_tokens", 0)), int(r.metadata.get("output_tokens", 0)))
         arm = arms[model]

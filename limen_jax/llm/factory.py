@@ -42,7 +42,7 @@ def settled(llm: Any) -> Any:
     kind = llm.mutator
     if kind not in MUTATORS:
         raise ValueError(f"unknown mutator {kind!r}; expected {', '.join(MUTATORS)}")
-    if llm.models and kind != "ensemble":
+    if llm.models and kind in ("anthropic", "openai"):
         raise ValueError(f"llm.models makes an ensemble: leave --mutator out or give ensemble, not {kind}")
     if kind == "ensemble" and not llm.models:
         raise ValueError("mutator ensemble needs llm.models: --set 'llm.models=[{\"mutator\": \"openai\", "

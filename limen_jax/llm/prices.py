@@ -51,7 +51,8 @@ class Price:
         p_in, p_out = float(value[0]), float(value[1])
         if len(value) == 4:
             return cls(p_in, p_out, float(value[2]), float(value[3]))
-        return cls(p_in, p_out, p_in * read_factor, p_in * write_factor)
+        # rounded so that 3 x 0.1 is recorded as 0.3, not 0.30000000000000004
+        return cls(p_in, p_out, round(p_in * read_factor, 12), round(p_in * write_factor, 12))
 
 
 @functools.cache

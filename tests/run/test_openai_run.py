@@ -134,3 +134,6 @@ def test_an_ensemble_of_two_providers_asks_both_and_keeps_the_cap(tmp_path, no_p
     assert calls == {"M": fake.posts, "claude-sonnet-4-6": claude.posts} and min(calls.values()) >= 1
     assert sum(calls.values()) == 6
     assert ResponseCache(run / "llm_cache.jsonl").ledger.cost_usd == pytest.approx(billed, abs=1e-12)
+    no_provider_env.delenv("ANTHROPIC_API_KEY")
+    assert main(["--replay-from", str(run), "--run-dir", str(tmp_path / "again")]) == 0  # both servers are gone
+    assert trained(tmp_path / "again") == trained(run)
