@@ -124,7 +124,9 @@ def _member_client(entry: dict[str, Any], llm: Any) -> PricedClient:
         key = os.environ.get(entry["key_env"]) if entry.get("key_env") else None
         return AnthropicClient(model, prices=_price(llm, model), api_key=key, base_url=entry.get("base_url"),
                                **common)
-    from limen_jax.llm.openai_client import OpenAIClient
-
+    try:
+        from limen_jax.llm.openai_client import OpenAIClient
+    except ImportError as exc:
+        raise ValueError(f"mutator openai needs the openai package: pip install 'limen_jax[openai]' ({exc})") from None
     return OpenAIClient(model, price=_price(llm, model), base_url=entry.get("base_url") or llm.base_url,
                         api_key_env=entry.get("key_env") or "OPENAI_API_KEY", **common)

@@ -45,7 +45,7 @@ BAD_INPUT = {
     "anthropic without a key": (TOY + "--mutator anthropic", NO_KEY),
     "a task without a catalog": ("--task toy_task:ToyCorridorNoCatalog --mutator offline",
                                  "task 'toy_corridor' has no offline catalog; use an LLM mutator "
-                                 "(set ANTHROPIC_API_KEY)"),
+                                 "(set ANTHROPIC_API_KEY or OPENAI_API_KEY)"),
     "a missing replay cache": (TOY + "--replay-from {inputs}/no_run",
                                "nothing to replay at {inputs}/no_run: expected a run directory or its llm_cache.jsonl"),
     "prescreen with no expert": (TOY + "--prescreen demos", "--prescreen demos: task 'toy_corridor' has no scripted "
@@ -98,7 +98,7 @@ def tree(root: Path) -> dict[str, tuple[int, int]]:
 def test_bad_input_is_one_line_exit_2_and_changes_nothing(case, inputs, tmp_path):
     flags, line = (text.replace("{inputs}", str(inputs)).replace("{run}", str(inputs / "run"))
                    for text in BAD_INPUT[case])
-    env = {k: v for k, v in cli_env().items() if k != "ANTHROPIC_API_KEY"}
+    env = {k: v for k, v in cli_env().items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")}
     before = tree(inputs)
     out = subprocess.run([sys.executable, "-m", "limen_jax.evolve", *flags.split()], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=300)

@@ -67,7 +67,8 @@ def test_ucb_tries_every_arm_then_prefers_improvement_per_dollar():
     # a: +0.3 for $0.006; b: +0.05 for $0.0006 -- b brings more per dollar
     priced = arm_stats([PARENT, child(1, "a", 0.8), child(2, "b", 0.55)], {"a": DEAR, "b": CHEAP})
     assert choose("ucb", 0, [1, 1], [priced["a"], priced["b"]]) == 1
-    free = arm_stats([PARENT, child(1, "a", 0.8), child(2, "b", 0.55)], {"a": Price(0, 0, 0, 0), "b": Price(0, 0, 0, 0)})
+    zero = Price(0, 0, 0, 0)
+    free = arm_stats([PARENT, child(1, "a", 0.8), child(2, "b", 0.55)], {"a": zero, "b": zero})
     assert choose("ucb", 0, [1, 1], [free["a"], free["b"]]) == 0
 
 
