@@ -16,6 +16,7 @@ from fake_openai import CUT_OFF_JSON, INVALID_UTF8, FakeOpenAI, Raw, Reply
 from test_evolve import TINY_PPO
 
 from limen_jax.archive import ProgramRecord
+from limen_jax.compare import load_run, table
 from limen_jax.llm.replay import ResponseCache
 from limen_jax.run.cli import main
 
@@ -134,6 +135,9 @@ def test_an_ensemble_of_two_providers_asks_both_and_keeps_the_cap(tmp_path, no_p
     assert calls == {"M": fake.posts, "claude-sonnet-4-6": claude.posts} and min(calls.values()) >= 1
     assert sum(calls.values()) == 6
     assert ResponseCache(run / "llm_cache.jsonl").ledger.cost_usd == pytest.approx(billed, abs=1e-12)
+    row = table([load_run(run)]).splitlines()[-1]
+    assert f"| ensemble (M: {calls['M']} calls, $" in row
+    assert f"; claude-sonnet-4-6: {calls['claude-sonnet-4-6']} calls, $" in row
     no_provider_env.delenv("ANTHROPIC_API_KEY")
     assert main(["--replay-from", str(run), "--run-dir", str(tmp_path / "again")]) == 0  # both servers are gone
     assert trained(tmp_path / "again") == trained(run)
