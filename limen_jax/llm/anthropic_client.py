@@ -206,8 +206,9 @@ class AnthropicClient:
         return Completion(
             text=text,
             usage=plus(paid, Usage(usage.input_tokens, usage.output_tokens, usage.cost_usd, retries)),
-            model=message.model,
+            model=self.model,  # the id the run priced and records (usage per model), not a dated alias
             metadata={
+                "served_model": message.model,
                 "stop_reason": message.stop_reason,
                 "message_id": message.id,
                 "cache_write_tokens": u.cache_creation_input_tokens or 0,

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from limen_jax.llm.client import Client, PricedClient
+from limen_jax.llm.client import Client, MissingAPIKey, PricedClient
 from limen_jax.llm.offline import OfflineAuthor
 from limen_jax.llm.prices import Price, price_for
 from limen_jax.llm.replay import CACHE_FILENAME, CachingClient, ReplayClient, ResponseCache
@@ -118,15 +118,17 @@ def _member_client(entry: dict[str, Any], llm: Any) -> PricedClient:
     common: dict[str, Any] = {"temperature": llm.temperature, "timeout": llm.timeout_s, "max_tokens": llm.max_tokens,
                               "retry": RetryPolicy(max_retries=llm.max_retries)}
     model = entry["model"]
+    key = os.environ.get(entry["key_env"]) if entry.get("key_env") else None
+    if entry.get("key_env") and not key:
+        raise MissingAPIKey(f"{entry['key_env']} is not set: export it to use {model} (llm.models)")
     if entry.get("mutator", "openai") == "anthropic":
         from limen_jax.llm.anthropic_client import AnthropicClient
 
-        key = os.environ.get(entry["key_env"]) if entry.get("key_env") else None
         return AnthropicClient(model, prices=_price(llm, model), api_key=key, base_url=entry.get("base_url"),
                                **common)
     try:
         from limen_jax.llm.openai_client import OpenAIClient
     except ImportError as exc:
         raise ValueError(f"mutator openai needs the openai package: pip install 'limen_jax[openai]' ({exc})") from None
-    return OpenAIClient(model, price=_price(llm, model), base_url=entry.get("base_url") or llm.base_url,
+    return OpenAIClient(model, price=_price(llm, model), api_key=key, base_url=entry.get("base_url") or llm.base_url,
                         api_key_env=entry.get("key_env") or "OPENAI_API_KEY", **common)

@@ -70,8 +70,15 @@ class RunMutator:
         except MissingAPIKey as err:
             if not resumed:
                 raise
-            raise ValueError(f"{self._rd.path} is a run of llm.mutator {self._llm.mutator}: {str(err).split(':')[0]}"
-                             "; export it, then resume again") from None
+            kind = self._llm.mutator
+            if kind == "anthropic":
+                raise ValueError(f"{self._rd.path} is a run of Claude (llm.mutator anthropic) and ANTHROPIC_API_KEY "
+                                 "is not set: export it, then resume again") from None
+            if kind == "openai":
+                raise ValueError(f"{self._rd.path} is a run of an OpenAI-compatible endpoint (llm.mutator openai) "
+                                 "and neither OPENAI_API_KEY nor an endpoint (--llm-base-url, OPENAI_BASE_URL) is "
+                                 "set: give one, then resume again") from None
+            raise ValueError(f"{self._rd.path} is a run of llm.mutator {kind}: {err}") from None
 
     def _build(self) -> CachingClient:
         if self._given is not None:
