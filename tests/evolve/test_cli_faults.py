@@ -16,6 +16,7 @@ from test_evolve import summary, toy_config
 
 import limen_jax as lj
 from limen_jax.config import RESUMABLE, EvolveConfig
+from limen_jax.llm.factory import settled
 from limen_jax.run.cli import main
 
 TOY = "--task toy_task:ToyCorridor "
@@ -84,7 +85,7 @@ def inputs(tmp_path_factory) -> Path:
     config = EvolveConfig.from_dict({**EvolveConfig.preset_for("toy_task:ToyCorridor").to_dict(), **over})
     for name, mutator in (("run", "offline"), ("claude", "anthropic")):
         (d / name).mkdir()
-        llm = dataclasses.replace(config.llm, mutator=mutator)
+        llm = settled(dataclasses.replace(config.llm, mutator=mutator))  # as a run records it: model, prices
         (d / name / "config.json").write_text(json.dumps(dataclasses.replace(config, llm=llm).to_dict()))
     return d
 
