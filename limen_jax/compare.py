@@ -239,7 +239,16 @@ def _mutator(run: dict[str, Any]) -> str:
         return "-"
     ran = run["usage"].get("mutator") or next(
         (r["metadata"]["mutator"] for r in run["records"] if r.get("metadata", {}).get("mutator")), None)
-    return str(ran or run["config"]["llm"]["mutator"])
+    return str(ran or run["config"]["llm"]["mutator"]) + _models(run["usage"])
+
+
+def _models(usage: dict[str, Any]) -> str:
+    """Each model's calls, spend and mean improvement over the parents (usage.json's
+    by_model), in parentheses; "" for a run without them (offline, replayed)."""
+    models = usage.get("by_model") or {}
+    parts = [f"{m}: {u.get('calls', 0)} calls, ${u.get('cost_usd', 0.0):.2f}, +{u.get('mean_improvement', 0.0):.3f}"
+             for m, u in models.items()]
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _calls(usage: dict[str, Any]) -> tuple[str, str]:

@@ -101,15 +101,23 @@ class CascadeConfig:
             raise ValueError("cascade.watchdog_s must be >= 0 (0: off) and cascade.watchdog_factor > 0")
 
 
+SELECTIONS = ("fixed", "weighted", "ucb")
+MEMBER_KEYS = ("mutator", "model", "weight", "base_url", "key_env", "price")
+
+
 @dataclasses.dataclass(frozen=True)
 class LLMConfig:
-    """mutator: "auto" (anthropic when ANTHROPIC_API_KEY is set, else offline),
-    "anthropic", "offline" or "replay" (answers from ``replay_from``'s cache). A run records
-    what "auto" stood for when it began in its config.json, and keeps it on resume."""
+    """mutator: "auto" (anthropic when ANTHROPIC_API_KEY is set, else openai when
+    OPENAI_API_KEY or OPENAI_BASE_URL is set, else offline), "anthropic", "openai" (any
+    OpenAI-compatible endpoint), "offline", "replay" (answers from ``replay_from``'s
+    cache), or "ensemble" (the ``models`` below; what ``models`` makes "auto"). A run
+    records what "auto" stood for when it began in its config.json, and keeps it on resume.
+    docs/llm.md shows each."""
 
     mutator: str = "auto"
-    # the newest Sonnet that accepts a sampling temperature (the paper samples at 0.7)
-    model: str | None = "claude-sonnet-4-6"
+    # None: an anthropic run uses the newest Sonnet that accepts a sampling temperature
+    # (claude-sonnet-4-6; the paper samples at 0.7) and records it; an openai run names its own
+    model: str | None = None
     temperature: float = 0.7
     max_cost_usd: float = 20.0
     replay_from: str | None = None
@@ -119,11 +127,57 @@ class LLMConfig:
     max_tokens: int = 8192
     max_retries: int = 6
     concurrency: int | None = None
+    # an OpenAI-compatible endpoint, including /v1 (None: OPENAI_BASE_URL, else OpenAI's)
+    base_url: str | None = None
+    # USD per million tokens by model id, [IN, OUT] or [IN, OUT, CACHE_READ, CACHE_WRITE],
+    # over the shipped table (limen_jax/llm/prices.json); a run records the prices it used
+    prices: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # an ensemble: entries {"mutator": "openai" | "anthropic", "model": ID, "weight": W,
+    # "base_url": URL, "key_env": VARIABLE, "price": [IN, OUT]} (model required), and how a
+    # call picks one: "fixed" (in turn by the request seed), "weighted" (drawn by weight),
+    # "ucb" (a cost-aware bandit on the children's improvement per dollar)
+    models: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    select: str = "weighted"
 
     def __post_init__(self) -> None:
         _at_least("llm", self, ("concurrency",), max_tokens=1, max_retries=0, concurrency=1)
         if self.timeout_s <= 0:
             raise ValueError(f"llm.timeout_s must be > 0, got {self.timeout_s!r}")
+        if self.select not in SELECTIONS:
+            raise ValueError(f"llm.select must be one of {', '.join(SELECTIONS)}, got {self.select!r}")
+        if not isinstance(self.prices, dict):
+            raise ValueError(f"llm.prices must map model ids to [IN, OUT] USD per million tokens, got {self.prices!r}")
+        from limen_jax.llm.prices import Price
+
+        for model, value in self.prices.items():
+            Price.parse(value, what=f"llm.prices[{model!r}]")
+        _check_members(self.models)
+
+
+def _check_members(models: Any) -> None:
+    """ValueError naming ``llm.models`` for a malformed ensemble."""
+    from limen_jax.llm.prices import Price
+
+    if not isinstance(models, list):
+        raise ValueError(f"llm.models must be a list of {{\"mutator\": ..., \"model\": ...}} entries, got {models!r}")
+    seen: set[str] = set()
+    for i, entry in enumerate(models):
+        where = f"llm.models[{i}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("model"), str) or not entry["model"]:
+            raise ValueError(f"{where} must be a mapping with a \"model\" id, got {entry!r}")
+        unknown = set(entry) - set(MEMBER_KEYS)
+        if unknown:
+            raise ValueError(f"{where}: unknown keys {sorted(unknown)}; known: {', '.join(MEMBER_KEYS)}")
+        if entry.get("mutator", "openai") not in ("openai", "anthropic"):
+            raise ValueError(f"{where}.mutator must be openai or anthropic, got {entry['mutator']!r}")
+        weight = entry.get("weight", 1)
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or weight <= 0:
+            raise ValueError(f"{where}.weight must be a number > 0, got {weight!r}")
+        if "price" in entry:
+            Price.parse(entry["price"], what=f"{where}.price")
+        if entry["model"] in seen:
+            raise ValueError(f"{where}: model {entry['model']!r} is named twice; each entry names another model")
+        seen.add(entry["model"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,14 +303,14 @@ def from_dict(cls: type[T], data: dict[str, Any]) -> T:
 # Config keys a resumed run may change (the rest define the run and are refused).
 RESUMABLE = frozenset({
     "search.iterations", "search.programs", "llm.max_cost_usd", "llm.model", "llm.temperature", "llm.timeout_s",
-    "llm.max_tokens", "llm.max_retries", "llm.concurrency",
+    "llm.max_tokens", "llm.max_retries", "llm.concurrency", "llm.prices", "llm.base_url",
 })  # fmt: skip
 
 
 def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in d.items():
-        if isinstance(v, dict) and k not in ("ppo", "checker", "options"):
+        if isinstance(v, dict) and k not in ("ppo", "checker", "options", "prices"):
             out.update(_flat(v, f"{prefix}{k}."))
         else:
             out[f"{prefix}{k}"] = v

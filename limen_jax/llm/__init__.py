@@ -7,14 +7,21 @@
 - :mod:`limen_jax.llm.cap`: the spend ledger and the budget cap around any priced client;
 - :mod:`limen_jax.llm.replay`: the JSONL response cache (the run's spend ledger too), replay
   and recording wrappers;
+- :mod:`limen_jax.llm.replies`: a provider's odd replies, handled once for every client;
+- :mod:`limen_jax.llm.prices`: prices per model (the shipped ``prices.json`` and overrides);
 - :mod:`limen_jax.llm.anthropic_client`: Claude through the official SDK;
+- :mod:`limen_jax.llm.openai_client`: any OpenAI-compatible endpoint through the ``openai``
+  SDK (OpenAI, OpenRouter, vLLM, SGLang, Ollama, llama.cpp);
+- :mod:`limen_jax.llm.ensemble`: several models as one client (fixed, weighted, or a
+  cost-aware bandit);
+- :mod:`limen_jax.llm.factory`: the client a run's config names;
 - :mod:`limen_jax.llm.offline`: the offline stand-in: the generic program operators from a
   task's catalog, with no network;
 - :mod:`limen_jax.llm.prompts`: prompt assembly from ``prompts/*.md``;
 - :mod:`limen_jax.llm.rules`: the checker's rules as the prompts state them (from the policy);
 - :mod:`limen_jax.llm.feedback`: the training feedback the prompts show (and the loop logs).
 
-The Anthropic SDK loads only when its client is first used.
+The Anthropic and OpenAI SDKs load only when their clients are first used.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from limen_jax.llm.prompts import Prompt, PromptConfig, build_prompt, build_syst
 from limen_jax.llm.replay import CacheMiss, CachingClient, ReplayClient, ResponseCache
 from limen_jax.llm.retry import RetryPolicy
 
-_LAZY = {"AnthropicClient": "limen_jax.llm.anthropic_client"}
+_LAZY = {"AnthropicClient": "limen_jax.llm.anthropic_client", "OpenAIClient": "limen_jax.llm.openai_client"}
 
 
 def __getattr__(name: str) -> Any:
@@ -61,6 +68,7 @@ __all__ = [
     "Ledger",
     "MissingAPIKey",
     "OfflineAuthor",
+    "OpenAIClient",
     "Prompt",
     "PromptConfig",
     "ReplayClient",

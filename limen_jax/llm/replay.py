@@ -77,6 +77,7 @@ class ResponseCache:
         self._lock = threading.Lock()
         self.skipped_lines = 0
         self.ledger = Ledger()
+        self.by_model: dict[str, Ledger] = {}  # the ledger split by the model that answered
         if self.path.exists():
             self._load()
 
@@ -93,7 +94,7 @@ class ResponseCache:
                     log.warning("%s:%d: skipping unreadable cache line (%s)", self.path, number, err)
                     continue
                 self._entries[entry["key"]] = response
-                self.ledger.add(response)
+                self._count(response)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -140,7 +141,12 @@ class ResponseCache:
                 f.flush()
                 os.fsync(f.fileno())
             self._entries[key] = response
-            self.ledger.add(response)
+            self._count(response)
+
+    def _count(self, response: Completion) -> None:
+        self.ledger.add(response)
+        if not response.cached:
+            self.by_model.setdefault(response.model, Ledger()).add(response)
 
 
 def _as_cache(cache: ResponseCache | str | os.PathLike[str]) -> ResponseCache:

@@ -1,7 +1,7 @@
 """Retries shared by every model client: backoff, the server's wait, logging, counting.
 
 A client's one attempt either returns, raises :class:`Transient` (worth another try: a
-429, a 5xx, a timeout, a dropped connection, a malformed reply), raises
+429, a 5xx, a timeout, a dropped connection, an odd reply -- :mod:`limen_jax.llm.replies`), raises
 :class:`~limen_jax.llm.client.RequestRefused` (never retried), or raises anything else
 (a bug: propagates). A client classifies its SDK's errors into these once;
 :func:`with_retries` does the rest the same way for all.
@@ -17,6 +17,8 @@ from typing import TypeVar
 
 import numpy as np
 
+from limen_jax.llm.client import Usage
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -24,12 +26,14 @@ T = TypeVar("T")
 class Transient(Exception):
     """One failed attempt worth another. ``what``: a short description for logs and the
     error message ("HTTP 529", "timeout"); ``retry_after``: seconds the server asked us to
-    wait (0: our own backoff)."""
+    wait (0: our own backoff); paid: what the failed attempt was billed (an odd reply that
+    reported its usage: paid for although unusable)."""
 
-    def __init__(self, what: str, retry_after: float = 0.0) -> None:
+    def __init__(self, what: str, retry_after: float = 0.0, paid: Usage = Usage()) -> None:
         super().__init__(what)
         self.what = what
         self.retry_after = float(retry_after)
+        self.paid = paid
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,25 +56,34 @@ class RetryPolicy:
 
 def with_retries(attempt: Callable[[], T], policy: RetryPolicy, *, label: str,
                  rng: np.random.Generator | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> tuple[T | None, int, Transient | None]:
+                 sleep: Callable[[float], None] = time.sleep) -> tuple[T | None, int, Transient | None, Usage]:
     """Call ``attempt`` until it returns or ``policy.max_retries`` retries failed.
 
-    Returns (result or None, retries made, the last :class:`Transient` or None). Every
+    Returns (result or None, retries made, the last :class:`Transient` or None, what the
+    failed attempts were billed summed: tokens and dollars, ``retries`` 0). Every
     retry is logged as "<label> call failed (<what>), retry i/n in <s>s"; giving up is
     logged as an error. Anything but a :class:`Transient` propagates at once."""
     last: Transient | None = None
+    paid = Usage()
     for k in range(policy.max_retries + 1):
         try:
-            return attempt(), k, None
+            return attempt(), k, None, paid
         except Transient as err:
             last = err
+            paid = plus(paid, err.paid)
             if k == policy.max_retries:
                 break
             wait = policy.delay(k, err.retry_after, rng)
             log.warning("%s call failed (%s), retry %d/%d in %.2fs", label, err.what, k + 1, policy.max_retries, wait)
             sleep(wait)
     log.error("%s call gave up after %d attempts: %s", label, policy.max_retries + 1, last.what if last else "?")
-    return None, policy.max_retries, last
+    return None, policy.max_retries, last, paid
+
+
+def plus(a: Usage, b: Usage) -> Usage:
+    """Two usages summed field by field."""
+    return Usage(a.input_tokens + b.input_tokens, a.output_tokens + b.output_tokens, a.cost_usd + b.cost_usd,
+                 a.retries + b.retries)
 
 
 def gave_up(policy: RetryPolicy, last: Transient | None) -> str:

@@ -65,9 +65,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="set any config value by its dotted key, e.g. search.options.k=4 or llm.temperature=1 "
                         "(VALUE is read as JSON when it parses, else as a string); repeatable")
-    p.add_argument("--mutator", choices=["auto", "anthropic", "offline", "replay"],
-                   help="auto: anthropic if ANTHROPIC_API_KEY is set, else offline")
-    p.add_argument("--model", help="LLM model id (anthropic)")
+    p.add_argument("--mutator", choices=["auto", "anthropic", "openai", "ensemble", "offline", "replay"],
+                   help="auto: anthropic if ANTHROPIC_API_KEY is set, else openai if OPENAI_API_KEY or "
+                        "OPENAI_BASE_URL is set, else offline; openai: any OpenAI-compatible endpoint; ensemble: the "
+                        "models of llm.models (docs/llm.md)")
+    p.add_argument("--model", help="LLM model id (anthropic: default claude-sonnet-4-6; openai: required)")
+    p.add_argument("--llm-base-url", metavar="URL",
+                   help="OpenAI-compatible endpoint including /v1, e.g. http://127.0.0.1:8000/v1 (default: "
+                        "OPENAI_BASE_URL, else OpenAI's); the key comes from OPENAI_API_KEY")
     p.add_argument("--max-cost", type=float, help="stop cleanly when the LLM spend reaches this many USD "
                    f"(default {LLMConfig.max_cost_usd:g})")
     p.add_argument("--llm-timeout", type=float, help=f"seconds per LLM call attempt (default {LLMConfig.timeout_s:g})")
@@ -84,9 +89,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="run seed (default 0)")
     p.add_argument("--run-dir", help="where to write the run (default runs/<task>-<mode>-<time>)")
     p.add_argument("--resume", metavar="RUN_DIR",
-                   help="continue the run in RUN_DIR; --iterations, --programs, --max-cost, --model, --llm-timeout, "
-                        "--max-tokens, --max-retries and --concurrency may change; a flag, --preset or --config "
-                        "value that changes anything else is refused")
+                   help="continue the run in RUN_DIR; --iterations, --programs, --max-cost, --model, --llm-base-url, "
+                        "--llm-timeout, --max-tokens, --max-retries and --concurrency may change; a flag, --preset or "
+                        "--config value that changes anything else is refused")
     p.add_argument("--keep-policies", choices=["all", "best", "none"],
                    help="trained policies kept in RUN_DIR/policies (default best: the best program of each batch); "
                         "python -m limen_jax.rollout RUN_DIR PROGRAM_ID rolls one out")
@@ -138,7 +143,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     cascade = given((("short_steps", args.short_steps), ("full_steps", args.full_steps)))
     llm = given((("mutator", args.mutator), ("model", args.model), ("max_cost_usd", args.max_cost),
                  ("replay_from", args.replay_from), ("timeout_s", args.llm_timeout), ("max_tokens", args.max_tokens),
-                 ("max_retries", args.max_retries), ("concurrency", args.concurrency)))
+                 ("max_retries", args.max_retries), ("concurrency", args.concurrency),
+                 ("base_url", args.llm_base_url)))
     if args.replay_from and "mutator" not in llm:
         llm["mutator"] = "replay"
     over: dict[str, Any] = given((("seed", args.seed), ("keep_policies", args.keep_policies)))

@@ -25,9 +25,9 @@ def resolve_pipeline(search: Any, llm: Any, *, lookahead: int, custom_mutator: b
         return str(search.pipeline)
     if saved is not None:
         return str(saved["search"].get("pipeline", "off"))
-    from limen_jax.llm.factory import resolve_mutator
+    from limen_jax.llm.factory import LIVE, resolve_mutator
 
-    kind = resolve_mutator(llm.mutator)
+    kind = resolve_mutator(llm.mutator, llm.models)
     if custom_mutator:
         return "off"
     if kind == "replay" and llm.replay_from:
@@ -36,4 +36,4 @@ def resolve_pipeline(search: Any, llm: Any, *, lookahead: int, custom_mutator: b
         return str(json.loads(recorded.read_text())["search"]["pipeline"]) if recorded.exists() else "off"
     if kind == "offline":
         return "on" if search.iterations >= 2 else "off"
-    return "on" if kind == "anthropic" else "off"
+    return "on" if kind in LIVE else "off"

@@ -1,5 +1,6 @@
-"""The client of one search run: which one "auto" is, built once when first needed,
-checked before anything is written, and what it has cost (its cache's ledger)."""
+"""The client of one search run: which one "auto" is and what its models cost (settled
+once, kept on resume), built once when first needed, checked before anything is written,
+and what it has cost (its cache's ledger, in all and per model)."""
 
 from __future__ import annotations
 
@@ -7,19 +8,22 @@ import dataclasses
 import threading
 from typing import Any
 
-from limen_jax.llm.factory import make_mutator, resolve_mutator
+from limen_jax.llm.factory import make_mutator, resolve_mutator, settled
 from limen_jax.llm.replay import CACHE_FILENAME, CachingClient, ResponseCache
 
 
-def settle_auto(llm: Any, saved: dict[str, Any] | None) -> Any:
-    """``llm`` (a :class:`~limen_jax.config.LLMConfig`) with mutator "auto" replaced by
-    what it stood for when the run began (its ``saved`` config.json), or stands for now in
-    a new run: the run's mutator from then on (config.json says what ran; a resume with a
-    key set does not switch to Claude)."""
-    if llm.mutator != "auto":
-        return llm
-    before = ((saved or {}).get("llm") or {}).get("mutator")
-    return dataclasses.replace(llm, mutator=before if before not in (None, "auto") else resolve_mutator("auto"))
+def settle_llm(llm: Any, saved: dict[str, Any] | None) -> Any:
+    """``llm`` (a :class:`~limen_jax.config.LLMConfig`) as the run records it: mutator
+    "auto" replaced by what it stood for when the run began (its ``saved`` config.json), or
+    stands for now in a new run -- the run's mutator from then on (a resume with a key set
+    does not switch to Claude); the default model named and the price of each model added
+    (:func:`~limen_jax.llm.factory.settled`; a resume keeps the recorded ones). ValueError
+    for a model without a price."""
+    if llm.mutator == "auto":
+        before = ((saved or {}).get("llm") or {}).get("mutator")
+        now = before if before not in (None, "auto") else resolve_mutator("auto", llm.models)
+        llm = dataclasses.replace(llm, mutator=now)
+    return settled(llm)
 
 
 class RunMutator:
@@ -34,6 +38,15 @@ class RunMutator:
         self._lock = threading.Lock()
         self.mutator: CachingClient | None = None
         self.name = "none"
+        self._store: Any = None
+
+    def observe(self, store: Any) -> None:
+        """The run's :class:`~limen_jax.archive.store.ProgramStore`: what an ensemble's bandit
+        learns from and usage.json's improvement per model is read from."""
+        self._store = store
+
+    def _records(self) -> list[Any]:
+        return list(self._store) if self._store is not None else []
 
     def get(self) -> CachingClient:
         """The client, built on the first call (from any thread)."""
@@ -54,11 +67,18 @@ class RunMutator:
 
         try:
             self.get()
-        except MissingAPIKey:
+        except MissingAPIKey as err:
             if not resumed:
                 raise
-            raise ValueError(f"{self._rd.path} is a run of Claude (llm.mutator anthropic) and ANTHROPIC_API_KEY is "
-                             "not set: export it, then resume again") from None
+            kind = self._llm.mutator
+            if kind == "anthropic":
+                raise ValueError(f"{self._rd.path} is a run of Claude (llm.mutator anthropic) and ANTHROPIC_API_KEY "
+                                 "is not set: export it, then resume again") from None
+            if kind == "openai":
+                raise ValueError(f"{self._rd.path} is a run of an OpenAI-compatible endpoint (llm.mutator openai) "
+                                 "and neither OPENAI_API_KEY nor an endpoint (--llm-base-url, OPENAI_BASE_URL) is "
+                                 "set: give one, then resume again") from None
+            raise ValueError(f"{self._rd.path} is a run of llm.mutator {kind}: {err}") from None
 
     def _build(self) -> CachingClient:
         if self._given is not None:
@@ -67,8 +87,8 @@ class RunMutator:
             if isinstance(self._given, CachingClient):
                 return self._given
             return CachingClient(self._given, self._rd.cache_path)
-        self.name = resolve_mutator(self._llm.mutator)
-        return make_mutator(self._llm, self._task, cache_path=self._rd.cache_path)
+        self.name = resolve_mutator(self._llm.mutator, self._llm.models)
+        return make_mutator(self._llm, self._task, cache_path=self._rd.cache_path, records=self._records)
 
     def named(self, asks: bool) -> str:
         """The mutator's name for the start line, without building one for a batch that
@@ -77,7 +97,7 @@ class RunMutator:
             return "none"
         if self._given is not None:
             return getattr(self._given, "name", "custom")
-        return resolve_mutator(self._llm.mutator)
+        return resolve_mutator(self._llm.mutator, self._llm.models)
 
     @property
     def spend(self) -> float:
@@ -91,4 +111,20 @@ class RunMutator:
             cache = ResponseCache(path) if path.exists() else None
         out = cache.ledger.to_dict() if cache is not None else {}
         hits = self.mutator.hits if self.mutator is not None else 0
-        return {**out, "cache_hits": hits, "mutator": self.name}
+        return {**out, "cache_hits": hits, "mutator": self.name, **self._by_model(cache)}
+
+    def _by_model(self, cache: ResponseCache | None) -> dict[str, Any]:
+        """usage.json's per-model part: each priced model's calls, tokens and spend (from the
+        cache) with the programs it wrote and their mean improvement over their parents, and
+        the prices used ([IN, OUT, CACHE_READ, CACHE_WRITE] USD per million tokens)."""
+        if not self._llm.prices or self._given is not None:
+            return {}
+        from limen_jax.llm.ensemble import arm_stats
+        from limen_jax.llm.prices import Price
+
+        prices = {m: Price.parse(v, what=m) for m, v in self._llm.prices.items()}
+        arms = arm_stats(self._records(), prices)
+        ledgers = cache.by_model if cache is not None else {}
+        models = {m: {**(ledgers[m].to_dict() if m in ledgers else {}), **arms[m].to_dict()}
+                  for m in prices if m in ledgers or arms[m].calls}
+        return {"by_model": models, "prices": dict(self._llm.prices)}

@@ -20,7 +20,7 @@ from limen_jax.config import EvolveConfig, resume_changes
 from limen_jax.modes import program_mode, strategy_for
 from limen_jax.run.pipeline import resolve_pipeline
 from limen_jax.run.run_demos import RunDemos
-from limen_jax.run.run_mutator import RunMutator, settle_auto
+from limen_jax.run.run_mutator import RunMutator, settle_llm
 from limen_jax.rundir import RunDir
 from limen_jax.search.base import Strategy
 from limen_jax.search.evaluation.prescreen import Prescreen, parse_prescreen
@@ -83,8 +83,8 @@ def open_run(config: EvolveConfig, rd: RunDir, task: Any, *, mutator: Any, allow
         say(f"resume: {note}")
     if any("state.json" in n for n in rd.notes):
         rd.log("checkpoint_fallback", message=[n for n in rd.notes if "state.json" in n][0])
-    if mutator is None:  # "auto" names one mutator for the whole run, resumes included
-        config = dataclasses.replace(config, llm=settle_auto(config.llm, saved))
+    if mutator is None:  # "auto" names one mutator and prices its models for the whole run, resumes included
+        config = dataclasses.replace(config, llm=settle_llm(config.llm, saved))
     strategy = make_strategy(strategy_for(config.search.mode, config.search.strategy), config.search.options,
                              (state or {}).get("strategy"))
     pipeline = resolve_pipeline(config.search, config.llm, lookahead=strategy.lookahead,
@@ -119,6 +119,7 @@ def open_run(config: EvolveConfig, rd: RunDir, task: Any, *, mutator: Any, allow
         rd.log("run_resume", from_iteration=start, pid=os.getpid())
         if start > iterations:  # nothing left to run: the name it ran with
             run_mutator.name = state.get("usage", {}).get("mutator", run_mutator.name)
+    run_mutator.observe(archive.store)
     t0 = time.time()
     return RunState(config, task, mode, strategy, archive, run_mutator, demos, prescreen, iterations, start,
                     pending, _ppo_config(config, task), _limits(config), Clock(t0, last_iter_end=t0),

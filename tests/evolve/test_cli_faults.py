@@ -16,6 +16,7 @@ from test_evolve import summary, toy_config
 
 import limen_jax as lj
 from limen_jax.config import RESUMABLE, EvolveConfig
+from limen_jax.llm.factory import settled
 from limen_jax.run.cli import main
 
 TOY = "--task toy_task:ToyCorridor "
@@ -45,7 +46,7 @@ BAD_INPUT = {
     "anthropic without a key": (TOY + "--mutator anthropic", NO_KEY),
     "a task without a catalog": ("--task toy_task:ToyCorridorNoCatalog --mutator offline",
                                  "task 'toy_corridor' has no offline catalog; use an LLM mutator "
-                                 "(set ANTHROPIC_API_KEY)"),
+                                 "(set ANTHROPIC_API_KEY or OPENAI_API_KEY)"),
     "a missing replay cache": (TOY + "--replay-from {inputs}/no_run",
                                "nothing to replay at {inputs}/no_run: expected a run directory or its llm_cache.jsonl"),
     "prescreen with no expert": (TOY + "--prescreen demos", "--prescreen demos: task 'toy_corridor' has no scripted "
@@ -84,7 +85,7 @@ def inputs(tmp_path_factory) -> Path:
     config = EvolveConfig.from_dict({**EvolveConfig.preset_for("toy_task:ToyCorridor").to_dict(), **over})
     for name, mutator in (("run", "offline"), ("claude", "anthropic")):
         (d / name).mkdir()
-        llm = dataclasses.replace(config.llm, mutator=mutator)
+        llm = settled(dataclasses.replace(config.llm, mutator=mutator))  # as a run records it: model, prices
         (d / name / "config.json").write_text(json.dumps(dataclasses.replace(config, llm=llm).to_dict()))
     return d
 
@@ -98,7 +99,7 @@ def tree(root: Path) -> dict[str, tuple[int, int]]:
 def test_bad_input_is_one_line_exit_2_and_changes_nothing(case, inputs, tmp_path):
     flags, line = (text.replace("{inputs}", str(inputs)).replace("{run}", str(inputs / "run"))
                    for text in BAD_INPUT[case])
-    env = {k: v for k, v in cli_env().items() if k != "ANTHROPIC_API_KEY"}
+    env = {k: v for k, v in cli_env().items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")}
     before = tree(inputs)
     out = subprocess.run([sys.executable, "-m", "limen_jax.evolve", *flags.split()], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=300)

@@ -18,10 +18,9 @@ from limen_jax.llm.anthropic_client import (
     PAPER_MODEL,
     AnthropicClient,
     accepts_temperature,
-    call_cost,
-    price_for,
 )
 from limen_jax.llm.client import MissingAPIKey, RequestRefused
+from limen_jax.llm.prices import Price, price_for
 from limen_jax.llm.retry import RetryPolicy
 
 BASE = 0.01
@@ -208,15 +207,16 @@ def test_key_and_base_url_from_the_environment(monkeypatch, delays):
 
 
 def test_price_table_and_temperature_rules():
-    assert price_for("claude-sonnet-5-5") == (2.0, 10.0)
-    assert price_for("claude-sonnet-4-6") == (3.0, 15.0)
-    assert price_for("claude-opus-4-1") == (15.0, 75.0)
-    assert price_for("claude-opus-4-5-20251101") == (5.0, 25.0)  # longest prefix wins
-    assert price_for("claude-haiku-4-5") == (1.0, 5.0)
-    with pytest.raises(ValueError, match="prices="):
+    assert price_for("claude-sonnet-5-5") == Price(2.0, 10.0, 0.2, 2.5)
+    assert price_for("claude-sonnet-4-6").to_list()[:2] == [3.0, 15.0]
+    assert price_for("claude-opus-4-1").to_list()[:2] == [15.0, 75.0]
+    assert price_for("claude-opus-4-5-20251101").to_list()[:2] == [5.0, 25.0]  # longest prefix wins
+    assert price_for("claude-haiku-4-5").to_list()[:2] == [1.0, 5.0]
+    with pytest.raises(ValueError, match="llm.prices"):
         price_for("gpt-5")
-    assert call_cost((2.0, 10.0), 1_000_000, 0) == 2.0
-    assert call_cost((2.0, 10.0), 0, 0, cache_write_tokens=1_000_000, cache_read_tokens=1_000_000) == 2.5 + 0.2
+    sonnet5 = price_for("claude-sonnet-5-5")
+    assert sonnet5.cost(1_000_000, 0) == 2.0
+    assert sonnet5.cost(0, 0, cache_read_tokens=1_000_000, cache_write_tokens=1_000_000) == 2.5 + 0.2
     assert accepts_temperature("claude-sonnet-4-6") and accepts_temperature("claude-haiku-4-5")
     assert not accepts_temperature("claude-sonnet-5-5") and not accepts_temperature("claude-opus-4-8")
     with pytest.raises(MissingAPIKey):

@@ -111,6 +111,9 @@
     const items = [["task", info.task], ["mode", info.mode], ["strategy", info.strategy], ["mutator", info.mutator],
       ["iteration", `${fmt(info.iteration, 0)} / ${fmt(info.iterations, 0)}`], ["programs", run.programs.length],
       ["LLM calls", usage.calls], ["spend", usage.cost_usd === undefined ? "–" : `$${fmt(usage.cost_usd, 2)}`]];
+    // per model: calls, spend and mean improvement over the parents (an ensemble names several)
+    for (const [model, u] of Object.entries(usage.by_model || {}))
+      items.push([model, `${fmt(u.calls || 0, 0)} calls, $${fmt(u.cost_usd || 0, 2)}, +${fmt(u.mean_improvement || 0, 3)}`]);
     const best = bestProgram(run);
     if (best) items.push(["best", `${best.id} (${fmt(best.success)})`]);
     if (info.baseline !== null && info.baseline !== undefined) items.push(["baseline", `${fmt(info.baseline)} (sparse reward)`]);
