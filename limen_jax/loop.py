@@ -38,6 +38,7 @@ from limen_jax.rundir import RunDir
 from limen_jax.search.evaluation.evaluator import Evaluator, InProcessEvaluator
 from limen_jax.search.evaluation.jobs import EvalBatch
 from limen_jax.search.evaluation.kind_registry import evaluation_kind
+from limen_jax.search.evaluation.prescreen import screen
 from limen_jax.search.faults import Interrupted, RunStop, batch_fault
 from limen_jax.search.requests import ProgramRequest, Request
 
@@ -166,10 +167,9 @@ class Loop:
                                      log=log, mutator_name=s.mutator.built_name, iteration=it)
         finally:
             self.progress.clear("ask")
-        if s.prescreen is not None and prepared.stop is None:
-            from limen_jax.search.evaluation.prescreen import screen
-
-            for event in screen(s.prescreen, prepared.children, self.ctx):
+        if prepared.stop is None:  # repeats first: a repeat is neither screened nor trained
+            s.repeats.mark(prepared.children)
+            for event in screen(s.prescreen, prepared.children, self.ctx) if s.prescreen is not None else []:
                 self.rd.log("prescreen", iteration=it, **event)
         s.interfaces.update((c.record.id, c.interface) for c in prepared.trainable)
         return prepared
@@ -230,8 +230,8 @@ class Loop:
             self.rd.log("evaluation", **event)
         timing = batch_timing(prepared, batches, s.clock, time.time())
         per_child = round(sum(b.wall_s for b in batches) / max(1, len(prepared.trainable)), 2)
+        s.repeats.settle(prepared.children, per_child, s.archive.store)
         for child in prepared.children:
-            child.record.metadata["train_wall_s"] = per_child
             store_record(self.rd, s, child.record)
         outcomes = batch_outcomes(prepared, scored)
         for event in s.strategy.tell(search_view(s, it), outcomes) if outcomes else []:

@@ -104,6 +104,8 @@
     const items = [["task", info.task], ["mode", info.mode], ["strategy", info.strategy], ["mutator", info.mutator],
       ["iteration", `${fmt(info.iteration, 0)} / ${fmt(info.iterations, 0)}`], ["programs", run.programs.length],
       ["LLM calls", usage.calls], ["spend", usage.cost_usd === undefined ? "–" : `$${fmt(usage.cost_usd, 2)}`]];
+    const rep = usage.programs || {};
+    if (rep.repeats) items.push(["repeats", `${rep.repeats} of ${rep.checked} checked, ${fmt(rep.train_s_saved, 0)} s of training not spent`]);
     const best = bestProgram(run);
     if (best) items.push(["best", `${best.id} (${fmt(best.success)})`]);
     for (const [k, v] of items) facts.appendChild(el("span", {}, `${k} `, el("b", { text: v === undefined || v === null ? "–" : String(v) })));
