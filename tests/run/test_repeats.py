@@ -17,6 +17,7 @@ import threading
 
 import numpy as np
 import pytest
+from cli_runs import checkpoint, checkpointed, cli_env, kill_and_resume
 from llm.fake_anthropic import FakeAnthropic, Reply
 from repeat_programs import A, B, C, answer
 from test_evolve import toy_config
@@ -153,6 +154,22 @@ def test_what_it_saved_is_reported(resumed):
     reports = [e for e in events(run.run_dir) if e["event"] == "score"]
     assert all("fingerprint" not in e for e in reports)  # the log stays small: state.json keeps it
     assert sum(e["duplicate_of"] is not None for e in reports) == 6
+
+
+def test_repeats_are_recognised_the_same_after_a_kill_9(resumed, tmp_path):
+    """Killed once batch 0 is checkpointed (batch 1 already asked and checked), resumed from
+    the CLI: the resumed process knows batch 0's programs only by their stored fingerprints."""
+    answers = Answers(ORDER)
+    with FakeAnthropic(responder=answers) as fake:
+        env = {**cli_env(), "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": fake.url}
+        config = toy_config(llm=llm(), search={"iterations": 2, "candidates": 3})
+        kill_and_resume(tmp_path / "run", config, checkpointed(0), env=env)
+    state = checkpoint(tmp_path / "run")
+    assert state is not None and state["iteration"] == 2
+    mine = [ProgramRecord.from_dict(p) for p in state["archive"]["programs"]]
+    mine = [r for r in mine if r.metadata.get("source") != "default"]
+    expected = [(r.id, letter(r), r.duplicate_of) for r in asked(resumed[0])]
+    assert [(r.id, letter(r), r.duplicate_of) for r in mine] == expected
 
 
 def test_off_trains_every_program_and_still_measures(tmp_path, monkeypatch):
