@@ -39,7 +39,7 @@ os.environ.setdefault("LIMEN_JAX_XLA_CACHE", "off")  # before limen_jax compiles
 from fake_anthropic import FakeAnthropic, Reply  # noqa: E402
 
 import limen_jax as lj  # noqa: E402
-from limen_jax.llm import MutationRequest, OfflineMutator  # noqa: E402
+from limen_jax.llm import OfflineAuthor  # noqa: E402
 from limen_jax.program import Limits, check_sample  # noqa: E402
 from limen_jax.rl.cache import PROCESS_CACHE  # noqa: E402
 
@@ -51,7 +51,7 @@ class Model:
 
     def __init__(self, task_name: str, latency: float) -> None:
         self.task_name, self.latency = task_name, latency
-        self.writer = OfflineMutator(lj.make(task_name).offline_catalog())
+        self.writer = OfflineAuthor(lj.make(task_name).offline_catalog())
         self.restart()
 
     def restart(self) -> None:
@@ -60,8 +60,7 @@ class Model:
     def __call__(self, body: dict) -> Reply:
         user = body["messages"][0]["content"]
         seed = next(self.calls)
-        request = MutationRequest(system="", user="", task_name=self.task_name, rng_seed=seed)
-        text = self.writer.propose(request).text
+        text = self.writer.program(None, [], "full", np.random.default_rng(seed))
         return Reply(text=text, input_tokens=len(user) // 3, output_tokens=len(text) // 3, delay=self.latency)
 
 

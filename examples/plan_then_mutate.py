@@ -3,8 +3,9 @@
 Batch 0 asks for a plan (text); every later batch asks for ``k`` programs that improve the
 best so far (from scratch while there is none), with the plan in the prompt; when a batch
 finds a new best, the next one also retrains it on fresh seeds. The plan and the retrained
-ids are its memory, saved in the checkpoint, so ``--resume`` continues it. Run it with
-``lj.evolve(task, strategy=PlanThenMutate())`` or register it by entry point (docs/evolution.md).
+ids are its memory, saved in the checkpoint, so ``--resume`` continues it; offline, it writes
+its own plan. Run it with ``lj.evolve(task, strategy=PlanThenMutate())`` or register it by
+entry point (docs/evolution.md).
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ class PlanThenMutate(StrategyBase):
             elif o.request.kind == "eval":
                 self.retrained += [r.id for r in o.records]
         return [{"event": "plan_then_mutate", "retrained": list(self.retrained)}]
+
+    def offline_text(self, request):  # no LLM: three catalog terms, drawn from the request's Generator
+        names = request.author.draw(request.rng, [t.name for t in request.author.catalog.terms], 3, "t")
+        return "Offline plan:\n" + "\n".join(f"{i + 1}. reward term `{n}`" for i, n in enumerate(names))
 
     def to_dict(self):
         return {"plan": self.plan, "retrained": self.retrained}

@@ -31,7 +31,6 @@ import dataclasses
 import io
 import sys
 import time
-import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from limen_jax.cli_errors import report_bugs
-from limen_jax.task import Task, Transition, tree_where
+from limen_jax.task import Discrete, Task, Transition, tree_where
 
 SOURCES = ("expert", "random", "learner")
 FILENAME = "demos.npz"
@@ -167,63 +166,110 @@ def without(demos: DemoSet, source: str, round: int) -> DemoSet:
                    demos.episode[keep], demos.step[keep])
 
 
-def load_demos(path: str | Path, task: Task) -> DemoSet:
+MAX_BYTES = 8 * 2**30  # of all arrays of a demonstration set together (a long MuJoCo set is a few GB)
+_OPTIONAL = ("round", "episode", "step")  # int[M] tags; 0 when absent
+
+
+def load_demos(path: str | Path, task: Task, max_bytes: int = MAX_BYTES) -> DemoSet:
     """Read a set :meth:`DemoSet.save` wrote (or a user built the same way) for ``task``:
     the simulator leaves are put back into the task's state structure.
 
-    Raises ValueError, one line naming the file and what is wrong with it, for a missing
-    file, one that is not an npz, a missing array, or arrays whose shapes do not fit the
-    task (each ``sim/<i>`` and ``next_sim/<i>`` is [M, *leaf shape], ``action`` is
-    [M, *action shape], ``source`` is str[M])."""
+    The file is untrusted: everything is checked from the members' headers before any
+    array is inflated (:mod:`limen_jax.npz`), then each array is read on its own and its
+    values checked. Raises ValueError, one line naming the file and what is wrong with it,
+    for a missing file, one that is not an npz, an array holding Python objects, a missing
+    array, arrays whose shapes do not fit the task (each ``sim/<i>`` and ``next_sim/<i>``
+    is [M, *leaf shape], ``action`` is [M, *action shape], ``source`` is str[M], ``round``,
+    ``episode`` and ``step`` int[M] when given), dtypes of another kind than the task's
+    (an integer leaf as integers, a float one as floats), more than ``max_bytes`` in all,
+    integers that do not fit the task's dtype, or actions outside the task's action space
+    (an index outside [0, n), a vector outside [low, high] or not finite)."""
+    from limen_jax import npz
+
     path = Path(path)
-    arrays = _read_npz(path)
+    heads = npz.headers(path)
     sim = jax.eval_shape(lambda k: jax.tree.map(_plain, task.reset(k).sim), jax.random.key(0))
     treedef: Any = jax.tree.structure(sim)
-    want = {"action": tuple(task.action_space.shape), "source": ()}
+    space = task.action_space
+    action_dtype = np.dtype(np.int32 if isinstance(space, Discrete) else np.float32)
+    want: dict[str, tuple[tuple[int, ...], np.dtype | None]] = {"action": (tuple(space.shape), action_dtype),
+                                                                "source": ((), None)}
     for name in ("sim", "next_sim"):
-        want.update({f"{name}/{i}": tuple(leaf.shape) for i, leaf in enumerate(jax.tree.leaves(sim))})
-    extra = [k for k in arrays if k.partition("/")[0] in ("sim", "next_sim") and k not in want]
+        want.update({f"{name}/{i}": (tuple(leaf.shape), np.dtype(leaf.dtype))
+                     for i, leaf in enumerate(jax.tree.leaves(sim))})
+    extra = [k for k in heads if k.partition("/")[0] in ("sim", "next_sim") and k not in want]
     if extra:
         raise ValueError(f"{path}: array {extra[0]} is beyond the {treedef.num_leaves} simulator leaves of task "
                          f"{task.name!r}: a set of another task?")
-    missing = [k for k in want if k not in arrays]
+    missing = [k for k in want if k not in heads]
     if missing:
         raise ValueError(f"{path}: no array {', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''} "
                          f"(a demonstration set of task {task.name!r} holds {treedef.num_leaves} sim/<i> and "
                          f"next_sim/<i> leaves, action and source, as python -m limen_jax.demos writes them)")
-    if arrays["source"].ndim != 1:
-        raise ValueError(f"{path}: array source has shape {arrays['source'].shape}, needs (M,): one tag a transition")
-    m = len(arrays["source"])
-    for key, shape in want.items():
-        got = arrays[key].shape
-        if got != (m, *shape):
-            raise ValueError(f"{path}: array {key} has shape {got}, task {task.name!r} needs {(m, *shape)} "
+    source = heads["source"]
+    if len(source.shape) != 1:
+        raise ValueError(f"{path}: array source has shape {source.shape}, needs (M,): one tag a transition")
+    if source.dtype.kind not in "US" or source.dtype.itemsize > 256:
+        raise ValueError(f"{path}: array source has dtype {source.dtype}, needs strings (one of {list(SOURCES)})")
+    m = source.shape[0]
+    want.update({k: ((), np.dtype(np.int32)) for k in _OPTIONAL if k in heads})
+    for key, (shape, dtype) in want.items():
+        got = heads[key]
+        if got.shape != (m, *shape):
+            raise ValueError(f"{path}: array {key} has shape {got.shape}, task {task.name!r} needs {(m, *shape)} "
                              f"(M={m} transitions)")
-    source = arrays["source"].astype(str)
-    unknown = sorted(set(source.tolist()) - set(SOURCES))
+        if dtype is not None and not _same_kind(got.dtype, dtype):
+            raise ValueError(f"{path}: array {key} has dtype {got.dtype}, task {task.name!r} needs {dtype} "
+                             f"({_KINDS[dtype.kind]})")
+    total = sum(heads[k].nbytes for k in want)
+    if total > max_bytes:
+        raise ValueError(f"{path}: its arrays hold {total / 2**30:.1f} GiB, more than the {max_bytes / 2**30:g} GiB "
+                         "a demonstration set may (limen_jax.demos.MAX_BYTES)")
+    arrays: dict[str, Any] = {k: _checked(path, k, npz.read(path, k, heads[k]), dtype)
+                              for k, (_, dtype) in want.items()}
+    tags = arrays["source"].astype(str)
+    unknown = sorted(set(tags.tolist()) - set(SOURCES))
     if unknown:
-        raise ValueError(f"{path}: unknown sources {unknown}; expected {list(SOURCES)}")
-    if not (source == "expert").any() or (source == "expert").all():
+        raise ValueError(f"{path}: unknown sources {[u[:20] for u in unknown[:4]]}; expected {list(SOURCES)}")
+    if not (tags == "expert").any() or (tags == "expert").all():
         raise ValueError(f"{path}: needs both expert and negative transitions")
+    action = arrays["action"]
+    if isinstance(space, Discrete):
+        outside = (action < 0) | (action >= space.n)
+    else:
+        outside = ~np.isfinite(action) | (action < space.low) | (action > space.high)
+    if outside.any():
+        where = int(np.argwhere(outside)[0][0])
+        raise ValueError(f"{path}: {int(outside.sum())} actions are outside the task's action space {space} "
+                         f"(the first at transition {where}: {action[where].tolist()})")
     sims = [jax.tree.unflatten(treedef, [arrays[f"{name}/{i}"] for i in range(treedef.num_leaves)])
             for name in ("sim", "next_sim")]
-    get = lambda k: arrays.get(k, np.zeros(m, np.int32)).astype(np.int32)  # noqa: E731
-    return DemoSet(Transition(sim=sims[0], action=arrays["action"], next_sim=sims[1]), source,
+    get = lambda k: arrays[k] if k in arrays else np.zeros(m, np.int32)  # noqa: E731
+    return DemoSet(Transition(sim=sims[0], action=action, next_sim=sims[1]), tags,
                    get("round"), get("episode"), get("step"))
 
 
-def _read_npz(path: Path) -> dict[str, Any]:
-    """Every array of the npz at ``path`` (numpy, by name); ValueError (one line) when there is none to read."""
-    if not path.is_file():
-        raise ValueError(f"{path}: no such file (demonstrations are an .npz, as python -m limen_jax.demos writes them)")
-    if not zipfile.is_zipfile(path):
-        raise ValueError(f"{path}: not an .npz archive (demonstrations are an .npz, as python -m limen_jax.demos "
-                         "writes them)")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:  # a damaged member, or one holding pickles
-        raise ValueError(f"{path}: unreadable .npz ({exc})") from None
+_KINDS = {"b": "booleans", "i": "integers", "u": "integers", "f": "floats", "c": "complex numbers"}
+
+
+def _same_kind(got: np.dtype, want: np.dtype) -> bool:
+    """Whether a file's dtype can stand for the task's: bool for bool, any integer type for
+    an integer one (values checked on reading), any float type for a float one."""
+    kinds = {"b": "b", "i": "iu", "u": "iu", "f": "f", "c": "c"}
+    return got.kind in kinds.get(want.kind, want.kind) and got.isnative
+
+
+def _checked(path: Path, key: str, array: np.ndarray, dtype: np.dtype | None) -> np.ndarray:
+    """``array`` in the task's ``dtype``; ValueError when its integers do not fit it."""
+    if dtype is None:
+        return array
+    if dtype.kind in "iu" and array.size:
+        info = np.iinfo(dtype)
+        low, high = int(array.min()), int(array.max())
+        if low < info.min or high > info.max:
+            raise ValueError(f"{path}: array {key} holds {low if low < info.min else high}, outside the task's "
+                             f"{dtype} range")
+    return array.astype(dtype, copy=False)
 
 
 def from_episodes(ep: Episodes, source: str, round: int = 0, stride: int = 1) -> DemoSet:

@@ -164,7 +164,7 @@ class Loop:
         try:
             prepared = ask_and_check(requests, mutator=s.mutator.get, task=s.task, mode=s.mode,
                                      store=s.archive.store, concurrency=s.config.llm.concurrency, limits=s.limits,
-                                     log=log, mutator_name=s.mutator.built_name, iteration=it)
+                                     log=log, mutator_name=s.mutator.built_name, iteration=it, strategy=s.strategy)
         finally:
             self.progress.clear("ask")
         if prepared.stop is None:  # repeats first: a repeat is neither screened nor trained

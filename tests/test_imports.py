@@ -118,3 +118,26 @@ def test_the_config_imports_no_search_code():
     """The config is assembled below the search: strategy options and ``--prescreen`` are
     judged where the run starts (limen_jax.run.start)."""
     assert sorted(d for d in _graph()["limen_jax.config"] if d.startswith("limen_jax.search")) == []
+
+
+# What each room may not import (counting imports in functions and under TYPE_CHECKING):
+# docs/architecture.md draws the same table.
+NEVER = {
+    "limen_jax.rl": ("limen_jax.search", "limen_jax.llm", "limen_jax.archive", "limen_jax.run", "limen_jax.loop"),
+    "limen_jax.program": ("limen_jax.search", "limen_jax.llm", "limen_jax.archive", "limen_jax.run", "limen_jax.loop"),
+    "limen_jax.llm": ("limen_jax.search", "limen_jax.run", "limen_jax.loop", "limen_jax.config"),
+    "limen_jax.search": ("limen_jax.run", "limen_jax.loop", "limen_jax.config", "limen_jax.evolve"),
+    "limen_jax.archive": ("limen_jax.search", "limen_jax.llm", "limen_jax.run", "limen_jax.loop", "limen_jax.rl"),
+    "limen_jax.config": ("limen_jax.search", "limen_jax.run", "limen_jax.loop"),
+}
+
+
+def test_each_room_imports_only_what_it_may():
+    graph = _graph()
+    bad = sorted((mod, dep) for mod, deps in graph.items() for room, never in NEVER.items()
+                 if within(mod, room) for dep in deps if any(within(dep, n) for n in never))
+    assert bad == []
+
+
+def within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")

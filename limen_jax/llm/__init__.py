@@ -1,36 +1,43 @@
-"""Mutation operators and their prompts.
+"""Model clients behind one narrow seam, the offline stand-in, and the prompts.
 
-- :mod:`limen_jax.llm.mutator`: the :class:`Mutator` protocol, request/response types, errors;
-- :mod:`limen_jax.llm.prompts`: prompt assembly from ``prompts/*.md``;
-- :mod:`limen_jax.llm.rules`: the checker's rules as the prompts state them (from the policy);
-- :mod:`limen_jax.llm.feedback`: the training feedback the prompts show (and the loop logs);
-- :mod:`limen_jax.llm.anthropic_client`: Claude through the official SDK (retries, cost, budget);
+- :mod:`limen_jax.llm.client`: the :class:`Client` protocol (``complete(system, user,
+  images, seed) -> Completion``), :class:`Completion` and :class:`Usage`, the errors;
+- :mod:`limen_jax.llm.retry`: the retry loop every client shares (backoff, the server's
+  wait, transient vs refused);
+- :mod:`limen_jax.llm.cap`: the spend ledger and the budget cap around any priced client;
 - :mod:`limen_jax.llm.replay`: the JSONL response cache (the run's spend ledger too), replay
   and recording wrappers;
-- :mod:`limen_jax.llm.offline`: catalog-driven edits with no network.
+- :mod:`limen_jax.llm.anthropic_client`: Claude through the official SDK;
+- :mod:`limen_jax.llm.offline`: the offline stand-in: the generic program operators from a
+  task's catalog, with no network;
+- :mod:`limen_jax.llm.prompts`: prompt assembly from ``prompts/*.md``;
+- :mod:`limen_jax.llm.rules`: the checker's rules as the prompts state them (from the policy);
+- :mod:`limen_jax.llm.feedback`: the training feedback the prompts show (and the loop logs).
 
-The Anthropic SDK and the offline catalogs load only when their mutator is first used.
+The Anthropic SDK loads only when its client is first used.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from limen_jax.llm.mutator import (
-    MODES,
+from limen_jax.llm.cap import Capped, Ledger
+from limen_jax.llm.client import (
+    Answered,
     BudgetExceeded,
-    MutationRequest,
-    MutationResponse,
-    Mutator,
-    MutatorError,
+    Client,
+    ClientError,
+    Completion,
+    MissingAPIKey,
+    RequestRefused,
+    Usage,
 )
+from limen_jax.llm.offline import OfflineAuthor
 from limen_jax.llm.prompts import Prompt, PromptConfig, build_prompt, build_system
-from limen_jax.llm.replay import CacheMiss, CachingMutator, ReplayMutator, ResponseCache
+from limen_jax.llm.replay import CacheMiss, CachingClient, ReplayClient, ResponseCache
+from limen_jax.llm.retry import RetryPolicy
 
-_LAZY = {
-    "AnthropicMutator": "limen_jax.llm.anthropic_client",
-    "OfflineMutator": "limen_jax.llm.offline",
-}
+_LAZY = {"AnthropicClient": "limen_jax.llm.anthropic_client"}
 
 
 def __getattr__(name: str) -> Any:
@@ -42,20 +49,25 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "MODES",
-    "AnthropicMutator",
+    "AnthropicClient",
+    "Answered",
     "BudgetExceeded",
     "CacheMiss",
-    "CachingMutator",
-    "MutationRequest",
-    "MutationResponse",
-    "Mutator",
-    "MutatorError",
-    "OfflineMutator",
+    "CachingClient",
+    "Capped",
+    "Client",
+    "ClientError",
+    "Completion",
+    "Ledger",
+    "MissingAPIKey",
+    "OfflineAuthor",
     "Prompt",
     "PromptConfig",
-    "ReplayMutator",
+    "ReplayClient",
+    "RequestRefused",
     "ResponseCache",
+    "RetryPolicy",
+    "Usage",
     "build_prompt",
     "build_system",
 ]

@@ -1,23 +1,21 @@
-"""Claude as a mutation operator, through the official ``anthropic`` SDK.
+"""Claude as a model client (:class:`~limen_jax.llm.client.Client`), through the official
+``anthropic`` SDK.
 
 What this adds to a bare SDK call:
 
-- retries we own (the SDK's are off, ``max_retries=0``) with exponential backoff, optional
-  jitter from a passed Generator, ``retry-after-ms`` / ``retry-after`` honoured, every
-  retry logged and counted: on 408/409/429/5xx (529 overloaded included), timeouts,
-  dropped connections and malformed replies (a body that is not JSON, an HTML page, a 200
-  without ``usage`` or with an empty content list);
+- the SDK's errors classified once for the shared retry loop (:mod:`limen_jax.llm.retry`;
+  the SDK's own retries are off, ``max_retries=0``): 408/409/429/5xx (529 overloaded
+  included), timeouts, dropped connections and malformed replies (a body that is not
+  JSON, an HTML page, a 200 without ``usage`` or with an empty content list) are
+  transient, with ``retry-after-ms`` / ``retry-after`` honoured; any other HTTP status is
+  a refused request;
 - a reply cut off at ``max_tokens`` is marked (``metadata["truncated"]``) so the loop can
   tell the LLM its answer was cut, not that its program is wrong;
-- token and dollar accounting per call and in total (:class:`~limen_jax.llm.replay.Ledger`), from a per-family
-  price table (:data:`PRICES_PER_MTOK`);
-- a budget cap: a call is refused with :class:`BudgetExceeded` *before* it is sent when its
-  worst case (estimated input + ``max_tokens`` output) could take the spend over the cap;
+- token and dollar accounting per call, from a per-family price table
+  (:data:`PRICES_PER_MTOK`), and the worst case of a call before it is sent (what the
+  cap, :class:`~limen_jax.llm.cap.Capped`, reserves);
 - the API key from ``ANTHROPIC_API_KEY`` (a clear error when missing) and a base URL from
   the argument or ``ANTHROPIC_BASE_URL`` (tests point it at a local fake server).
-
-Wrap it in :class:`~limen_jax.llm.replay.CachingMutator` (see :func:`anthropic_with_cache`)
-so every answer lands in the run's replay cache.
 
 Sampling: the paper used Claude Sonnet at temperature 0.7. Claude Sonnet 5 and later (and
 Opus 4.7+) reject a non-default temperature with HTTP 400, and SDK 2.x no longer has a
@@ -27,22 +25,20 @@ models that accept it. :data:`PAPER_MODEL` is the newest Sonnet that does.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import math
 import os
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import anthropic
 import numpy as np
 from anthropic.types import OutputConfigParam
 
-from limen_jax.llm.mutator import BudgetExceeded, MutationRequest, MutationResponse, MutatorError
-from limen_jax.llm.replay import CachingMutator, Ledger, ResponseCache
+from limen_jax.llm.client import Completion, MissingAPIKey, RequestRefused, Usage
+from limen_jax.llm.retry import RetryPolicy, Transient, gave_up, with_retries
 
 log = logging.getLogger(__name__)
 
@@ -92,21 +88,9 @@ _RETRY_STATUSES = frozenset({408, 409, 429})
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
 
 
-class MissingAPIKey(MutatorError, ValueError):
-    """No API key was given and ``ANTHROPIC_API_KEY`` is not set: a setting the run is
-    started with, so also a ValueError (the CLI answers it in one line, exit 2)."""
-
-
 class MalformedReply(Exception):
     """HTTP 200, but not a usable message (no usage, no content, not a message at all).
     Transient: retried like a 5xx."""
-
-
-class LLMRequestError(MutatorError):
-    """The API refused the request (bad key, unknown model, invalid parameters).
-
-    Not retried and fatal to the run: every later request would be refused the same way.
-    """
 
 
 def price_for(model: str) -> tuple[float, float]:
@@ -132,19 +116,6 @@ def call_cost(
     p_in, p_out = prices
     billed_in = input_tokens + CACHE_WRITE_FACTOR * cache_write_tokens + CACHE_READ_FACTOR * cache_read_tokens
     return (billed_in * p_in + output_tokens * p_out) / 1e6
-
-
-@dataclasses.dataclass(frozen=True)
-class RetryPolicy:
-    """Attempt k (0-based) that fails transiently waits
-    ``min(max_delay, max(base_delay * 2**k, retry_after)) * (1 + jitter * u)``, u ~ U[0, 1)
-    from the mutator's Generator (u = 0 without one), then tries again, at most
-    ``max_retries`` times."""
-
-    max_retries: int = 6
-    base_delay: float = 1.0
-    max_delay: float = 60.0
-    jitter: float = 0.25
 
 
 def _retry_after(err: Exception) -> float:
@@ -184,18 +155,18 @@ def _is_transient(err: Exception) -> bool:
     )
 
 
-class AnthropicMutator:
-    """Proposes programs with Claude. Thread-safe: several candidates may be asked at once.
+class AnthropicClient:
+    """Claude as a :class:`~limen_jax.llm.client.Client`. Thread-safe: several prompts may
+    be asked at once.
 
     model: model id (default :data:`DEFAULT_MODEL`). temperature: sent only where the model
     accepts one (see module docs). max_tokens: output cap per call (thinking included).
     api_key / base_url: default to ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL``.
-    timeout: seconds per attempt. retry: :class:`RetryPolicy`. max_cost_usd: the budget
-    cap (None: no cap). prior_cost_usd: already spent by this run before (a resumed run),
-    counted against the cap. prices: (input, output) $ per million tokens, overriding the
-    table. effort: optional ``output_config.effort`` ("low" ... "max") for models that think
-    (thinking tokens count against ``max_tokens``). rng: jitter source for the backoff
-    (None: no jitter). sleep: injectable for tests.
+    timeout: seconds per attempt. retry: :class:`~limen_jax.llm.retry.RetryPolicy`.
+    prices: (input, output) $ per million tokens, overriding the table. effort: optional
+    ``output_config.effort`` ("low" ... "max") for models that think (thinking tokens count
+    against ``max_tokens``). rng: jitter source for the backoff (None: no jitter). sleep:
+    injectable for tests.
     """
 
     name = "anthropic"
@@ -210,8 +181,6 @@ class AnthropicMutator:
         base_url: str | None = None,
         timeout: float = 300.0,
         retry: RetryPolicy = RetryPolicy(),
-        max_cost_usd: float | None = None,
-        prior_cost_usd: float = 0.0,
         prices: tuple[float, float] | None = None,
         effort: Effort | None = None,
         rng: np.random.Generator | None = None,
@@ -226,8 +195,6 @@ class AnthropicMutator:
         self.model = model
         self.max_tokens = int(max_tokens)
         self.prices = prices if prices is not None else price_for(model)
-        self.max_cost_usd = max_cost_usd
-        self.prior_cost_usd = float(prior_cost_usd)
         self.effort = effort
         self.retry = retry
         self.timeout = timeout
@@ -241,11 +208,8 @@ class AnthropicMutator:
                 temperature,
                 PAPER_MODEL,
             )
-        self.usage = Ledger()  # running totals, the same fields the cache's ledger keeps
         self._rng = rng
         self._sleep = sleep
-        self._lock = threading.Lock()
-        self._reserved = 0.0
         self._client = anthropic.Anthropic(
             api_key=key,
             base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
@@ -253,128 +217,51 @@ class AnthropicMutator:
             max_retries=0,  # retries are ours: counted, logged, tested
         )
 
-    # --- budget ---------------------------------------------------------------------------
-    def estimate_max_cost(self, request: MutationRequest) -> float:
+    def worst_cost(self, system: str, user: str, images: Sequence[str] = ()) -> float:
         """Worst-case dollars for one call: estimated input tokens and a full ``max_tokens`` answer."""
-        input_tokens = math.ceil((len(request.system) + len(request.user)) / CHARS_PER_TOKEN_ESTIMATE)
-        input_tokens += IMAGE_TOKENS_ESTIMATE * len(request.images)
+        input_tokens = math.ceil((len(system) + len(user)) / CHARS_PER_TOKEN_ESTIMATE)
+        input_tokens += IMAGE_TOKENS_ESTIMATE * len(images)
         return call_cost(self.prices, input_tokens, self.max_tokens)
 
-    @property
-    def spent_usd(self) -> float:
-        """Spend of the whole run: earlier sessions (``prior_cost_usd``) plus this one."""
-        return self.prior_cost_usd + self.usage.cost_usd
-
-    def _reserve(self, amount: float) -> None:
-        with self._lock:
-            if self.max_cost_usd is None:
-                return
-            committed = self.prior_cost_usd + self.usage.cost_usd + self._reserved
-            if committed + amount > self.max_cost_usd:
-                raise BudgetExceeded(
-                    f"LLM budget ${self.max_cost_usd:.2f} reached: spent ${self.spent_usd:.4f}"
-                    f" (+${self._reserved:.4f} in flight); the next call may cost up to ${amount:.4f}"
-                )
-            self._reserved += amount
-
-    def _settle(self, reserved: float, cost: float) -> None:
-        with self._lock:
-            if self.max_cost_usd is not None:
-                self._reserved = max(0.0, self._reserved - reserved)
-            self.usage.cost_usd += cost
-
-    # --- calls ----------------------------------------------------------------------------
-    def _delay(self, attempt: int, err: Exception) -> float:
-        p = self.retry
-        delay = min(p.max_delay, max(p.base_delay * 2.0**attempt, _retry_after(err)))
-        u = float(self._rng.random()) if self._rng is not None else 0.0
-        return delay * (1.0 + p.jitter * u)
-
-    def _create(self, request: MutationRequest) -> anthropic.types.Message:
+    def _attempt(self, system: str, user: str, images: Sequence[str]) -> anthropic.types.Message:
+        """One call, its failures classified: :class:`Transient` or :class:`RequestRefused`."""
         extra = {"temperature": self.temperature} if self.sends_temperature else None
         output_config: OutputConfigParam | anthropic.Omit = (
             OutputConfigParam(effort=self.effort) if self.effort else anthropic.omit
         )
-        return self._client.messages.create(
-            model=self.model,
-            max_tokens=self.max_tokens,
-            system=request.system,
-            messages=[{"role": "user", "content": _content(request)}],
-            output_config=output_config,
-            extra_body=extra,
-        )
+        try:
+            return _validated(self._client.messages.create(
+                model=self.model,
+                max_tokens=self.max_tokens,
+                system=system,
+                messages=[{"role": "user", "content": _content(user, images)}],
+                output_config=output_config,
+                extra_body=extra,
+            ))
+        except Exception as err:  # classified here; anything unexpected propagates
+            if _is_transient(err):
+                raise Transient(_describe(err), _retry_after(err)) from err
+            if isinstance(err, anthropic.APIStatusError):
+                raise RequestRefused(f"{self.model}: HTTP {err.status_code}: {err.message}") from err
+            raise
 
-    def propose(self, request: MutationRequest) -> MutationResponse:
-        """One answer. Raises BudgetExceeded (cap) or LLMRequestError (refused request);
-        transient failures beyond the retry budget return a response with ``error`` set."""
-        reserved = self.estimate_max_cost(request)
-        self._reserve(reserved)
-        last: Exception | None = None
-        for attempt in range(self.retry.max_retries + 1):
-            try:
-                message = _validated(self._create(request))
-            except Exception as err:  # classified below; anything unexpected propagates
-                if not _is_transient(err):
-                    self._settle(reserved, 0.0)
-                    if isinstance(err, anthropic.APIStatusError):
-                        raise LLMRequestError(f"{self.model}: HTTP {err.status_code}: {err.message}") from err
-                    raise
-                last = err
-                if attempt == self.retry.max_retries:
-                    break
-                delay = self._delay(attempt, err)
-                with self._lock:
-                    self.usage.retries += 1
-                log.warning(
-                    "anthropic call failed (%s), retry %d/%d in %.2fs",
-                    _describe(err),
-                    attempt + 1,
-                    self.retry.max_retries,
-                    delay,
-                )
-                self._sleep(delay)
-                continue
-            return self._accept(message, reserved, attempt)
-
-        self._settle(reserved, 0.0)
-        with self._lock:
-            self.usage.failed_calls += 1
-        attempts = self.retry.max_retries + 1
-        log.error("anthropic call gave up after %d attempts: %s", attempts, _describe(last))
-        return MutationResponse(
-            text="",
-            model=self.model,
-            retries=self.retry.max_retries,
-            error=f"no answer after {attempts} attempts; last error: {_describe(last)}",
-        )
-
-    def _accept(self, message: anthropic.types.Message, reserved: float, retries: int) -> MutationResponse:
+    def complete(self, system: str, user: str, images: Sequence[str] = (), seed: int = 0) -> Completion:
+        """One answer. Raises RequestRefused (a refused request); transient failures beyond
+        the retry budget return a completion with ``error`` set."""
+        message, retries, last = with_retries(lambda: self._attempt(system, user, images), self.retry,
+                                              label="anthropic", rng=self._rng, sleep=self._sleep)
+        if message is None:
+            return Completion(text="", usage=Usage(retries=retries), model=self.model, error=gave_up(self.retry, last))
         u = message.usage
         write, read = u.cache_creation_input_tokens or 0, u.cache_read_input_tokens or 0
         cost = call_cost(self.prices, u.input_tokens, u.output_tokens, write, read)
-        self._settle(reserved, cost)
-        with self._lock:
-            self.usage.calls += 1
-            self.usage.input_tokens += u.input_tokens
-            self.usage.output_tokens += u.output_tokens
-            total = self.usage.cost_usd
         # Newer models may think first (adaptive thinking): keep only the text blocks.
         text = "".join(getattr(b, "text", "") for b in message.content if b.type == "text")
-        log.info(
-            "anthropic %s: %d in / %d out tokens, $%.4f (total $%.4f)",
-            message.model,
-            u.input_tokens,
-            u.output_tokens,
-            cost,
-            total,
-        )
-        return MutationResponse(
+        log.info("anthropic %s: %d in / %d out tokens, $%.4f", message.model, u.input_tokens, u.output_tokens, cost)
+        return Completion(
             text=text,
-            input_tokens=u.input_tokens,
-            output_tokens=u.output_tokens,
-            cost_usd=cost,
+            usage=Usage(u.input_tokens, u.output_tokens, cost, retries),
             model=message.model,
-            retries=retries,
             metadata={
                 "stop_reason": message.stop_reason,
                 "message_id": message.id,
@@ -387,16 +274,16 @@ class AnthropicMutator:
         )
 
 
-def _content(request: MutationRequest) -> Any:
+def _content(user: str, images: Sequence[str]) -> Any:
     """The user message: the prompt, after an image block per picture when it has any."""
-    if not request.images:
-        return request.user
-    images = [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64}}
-              for b64 in request.images]
-    return [*images, {"type": "text", "text": request.user}]
+    if not images:
+        return user
+    blocks = [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64}}
+              for b64 in images]
+    return [*blocks, {"type": "text", "text": user}]
 
 
-def _describe(err: Exception | None) -> str:
+def _describe(err: Exception) -> str:
     if isinstance(err, anthropic.APIStatusError):
         return f"HTTP {err.status_code}"
     if isinstance(err, anthropic.APITimeoutError):
@@ -405,11 +292,4 @@ def _describe(err: Exception | None) -> str:
         return "malformed response body"
     if isinstance(err, MalformedReply):
         return f"malformed reply: {err}"
-    return type(err).__name__ if err is not None else "unknown"
-
-
-def anthropic_with_cache(cache: ResponseCache | str | os.PathLike[str], **kwargs: Any) -> CachingMutator:
-    """An :class:`AnthropicMutator` (built from ``kwargs``) whose every answer is recorded in
-    ``cache`` (the run's ``llm_cache.jsonl`` or a :class:`ResponseCache`) and reused when the
-    same request comes again (a resumed run)."""
-    return CachingMutator(AnthropicMutator(**kwargs), cache)
+    return type(err).__name__

@@ -26,8 +26,8 @@ import numpy as np
 
 from limen_jax.archive.store import ProgramRecord
 from limen_jax.llm.feedback import FEEDBACK_KEYS, reward_terms_text, training_feedback
-from limen_jax.llm.mutator import MODES
 from limen_jax.llm.templates import load_template, render
+from limen_jax.modes import PROGRAM_MODES as MODES
 from limen_jax.modes import REQUIRED, SIGNATURES
 
 SECTIONS: tuple[str, ...] = ("top_programs", "diverse_programs", "failures", "training_feedback")

@@ -8,14 +8,14 @@ recorded with one model replays under any configuration that builds the same pro
 A request with images has their digest appended to ``user`` in the key; the images
 themselves are not written to the file (only their count).
 
-- :class:`CachingMutator` wraps a live mutator: a cached answer is reused (a resumed run
+- :class:`CachingClient` wraps the run's client: a cached answer is reused (a resumed run
   pays nothing twice), a new one is appended and fsynced before it is returned.
-- :class:`ReplayMutator` answers only from the cache and raises :class:`CacheMiss`
+- :class:`ReplayClient` answers only from the cache and raises :class:`CacheMiss`
   otherwise.
 
 A line torn by ``kill -9`` is skipped with a warning when the file is read.
 
-The file is also the run's ledger (:class:`Ledger`): every fresh call is one line, so
+The file is also the run's ledger (:class:`~limen_jax.llm.cap.Ledger`): every fresh call is one line, so
 its dollars, tokens, retries and failures are summed from the file, and spend made in an
 iteration that never finished is still counted after a resume.
 """
@@ -30,10 +30,13 @@ import logging
 import os
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from limen_jax.llm.mutator import MutationRequest, MutationResponse, Mutator, MutatorError
+from limen_jax.llm.cap import Ledger
+from limen_jax.llm.client import Client, ClientError, Completion
+from limen_jax.llm.offline import OfflineAuthor
 
 log = logging.getLogger(__name__)
 
@@ -41,51 +44,23 @@ CACHE_FILENAME = "llm_cache.jsonl"
 FORMAT_VERSION = 1
 
 
-class CacheMiss(MutatorError):
+class CacheMiss(ClientError):
     """The replay cache has no answer for a request."""
 
 
-def _keyed_user(request: MutationRequest) -> str:
+def _keyed_user(user: str, images: Sequence[str]) -> str:
     """The user prompt as the key sees it: with the images' digest when there are any (the
     same text with other pictures is another question); unchanged without images."""
-    images = request.images
     if not images:
-        return request.user
+        return user
     digest = hashlib.sha256("\n".join(images).encode("ascii")).hexdigest()
-    return f"{request.user}\n[{len(images)} images, sha256 {digest}]"
+    return f"{user}\n[{len(images)} images, sha256 {digest}]"
 
 
 def cache_key(system: str, user: str, sample: str) -> str:
     """sha256 hex digest of the prompt and the sample label (model-agnostic)."""
     payload = json.dumps([system, user, sample], ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-@dataclasses.dataclass
-class Ledger:
-    """What the calls recorded in a cache cost: fresh calls only (a replayed or cached
-    answer costs nothing again). calls: answers received; failed_calls: calls that gave
-    up (``error`` set); retries: attempts beyond the first, summed."""
-
-    calls: int = 0
-    failed_calls: int = 0
-    retries: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-
-    def add(self, response: MutationResponse) -> None:
-        if response.cached:
-            return
-        self.calls += response.error is None
-        self.failed_calls += response.error is not None
-        self.retries += int(response.retries)
-        self.input_tokens += int(response.input_tokens)
-        self.output_tokens += int(response.output_tokens)
-        self.cost_usd += float(response.cost_usd)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "cost_usd": round(self.cost_usd, 6)}
 
 
 class ResponseCache:
@@ -97,7 +72,7 @@ class ResponseCache:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self._entries: dict[str, MutationResponse] = {}
+        self._entries: dict[str, Completion] = {}
         self._asked: Counter[tuple[str, int]] = Counter()
         self._lock = threading.Lock()
         self.skipped_lines = 0
@@ -112,7 +87,7 @@ class ResponseCache:
                     continue
                 try:
                     entry = json.loads(line)
-                    response = MutationResponse.from_dict(entry["response"])
+                    response = Completion.from_dict(entry["response"])
                 except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
                     self.skipped_lines += 1
                     log.warning("%s:%d: skipping unreadable cache line (%s)", self.path, number, err)
@@ -123,34 +98,34 @@ class ResponseCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def next_key(self, request: MutationRequest) -> tuple[str, str]:
-        """(key, sample label) for this request; counts it as asked once more."""
-        prompt = cache_key(request.system, _keyed_user(request), "")
+    def next_key(self, system: str, user: str, images: Sequence[str], seed: int) -> tuple[str, str]:
+        """(key, sample label) for this prompt; counts it as asked once more."""
+        keyed = _keyed_user(user, images)
+        prompt = cache_key(system, keyed, "")
         with self._lock:
-            occurrence = self._asked[(prompt, request.rng_seed)]
-            self._asked[(prompt, request.rng_seed)] += 1
-        sample = f"{request.rng_seed}:{occurrence}"
-        return cache_key(request.system, _keyed_user(request), sample), sample
+            occurrence = self._asked[(prompt, seed)]
+            self._asked[(prompt, seed)] += 1
+        sample = f"{seed}:{occurrence}"
+        return cache_key(system, keyed, sample), sample
 
-    def get(self, key: str) -> MutationResponse | None:
+    def get(self, key: str) -> Completion | None:
         with self._lock:
             return self._entries.get(key)
 
-    def put(self, key: str, sample: str, request: MutationRequest, response: MutationResponse) -> None:
+    def put(self, key: str, sample: str, system: str, user: str, images: Sequence[str],
+            response: Completion) -> None:
         """Append one entry (with its prompt, for inspection) and fsync it."""
         entry: dict[str, Any] = {
             "v": FORMAT_VERSION,
             "key": key,
             "sample": sample,
-            "task": request.task_name,
-            "mode": request.mode,
             "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "system": request.system,
-            "user": request.user,
+            "system": system,
+            "user": user,
             "response": response.to_dict(),
         }
-        if request.images:  # the pictures themselves stay out of the cache file
-            entry["images"] = len(request.images)
+        if images:  # the pictures themselves stay out of the cache file
+            entry["images"] = len(images)
         line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -172,42 +147,62 @@ def _as_cache(cache: ResponseCache | str | os.PathLike[str]) -> ResponseCache:
     return cache if isinstance(cache, ResponseCache) else ResponseCache(cache)
 
 
-class CachingMutator:
-    """Wraps a live mutator: answers from the cache when it can, records every new answer.
+class CachingClient:
+    """Wraps the run's client: answers from the cache when it can, records every new answer.
 
-    A cached answer comes back with ``cached=True`` and ``cost_usd=0`` (nothing is paid
-    again; the first answer's cost stays in the cache's :class:`Ledger`). A cached *error*
-    is not reused: the call is made again and the new answer supersedes it. An unexpected
-    exception from the inner mutator (anything but a :class:`MutatorError`) is recorded
+    A cached answer comes back with ``cached=True`` and no cost (nothing is paid again; the
+    first answer's cost stays in the cache's :class:`~limen_jax.llm.cap.Ledger`). A cached
+    *error* is not reused: the call is made again and the new answer supersedes it. An
+    unexpected exception from the client (anything but a :class:`ClientError`) is recorded
     as an error answer, so that a replay meets the same failure instead of a CacheMiss.
+
+    inner: the client, or the offline stand-in for a run answered offline (the stand-in
+    and the strategy write each answer from the request, :func:`limen_jax.run.ask.answer`, and
+    pass it as ``by``).
     """
 
-    def __init__(self, inner: Mutator, cache: ResponseCache | str | os.PathLike[str]) -> None:
+    def __init__(self, inner: Client | OfflineAuthor, cache: ResponseCache | str | os.PathLike[str]) -> None:
         self.inner = inner
         self.cache = _as_cache(cache)
         self.name = inner.name
         self.hits = 0
         self.misses = 0
 
-    def propose(self, request: MutationRequest) -> MutationResponse:
-        key, sample = self.cache.next_key(request)
+    @property
+    def offline(self) -> OfflineAuthor | None:
+        """The offline stand-in when the run is answered offline (every call then brings its
+        answer as ``by``), else None."""
+        return self.inner if isinstance(self.inner, OfflineAuthor) else None
+
+    def complete(self, system: str, user: str, images: Sequence[str] = (), seed: int = 0, *,
+                 by: Client | None = None) -> Completion:
+        """The cached answer to the prompt, else ``by``'s (default: the wrapped client's), recorded."""
+        key, sample = self.cache.next_key(system, user, images, seed)
         hit = self.cache.get(key)
         if hit is not None and hit.error is None:
             self.hits += 1
-            return dataclasses.replace(hit, cached=True, cost_usd=0.0)
+            return _replayed(hit)
         self.misses += 1
+        client = by or self.inner
+        if isinstance(client, OfflineAuthor):
+            raise ClientError("an offline run's answers are written per request (limen_jax.run.ask.answer): "
+                              "this call brought none")
         try:
-            response = self.inner.propose(request)
-        except MutatorError:  # BudgetExceeded, a refused request: nothing was answered
+            response = client.complete(system, user, images, seed)
+        except ClientError:  # BudgetExceeded, a refused request: nothing was answered
             raise
         except Exception as exc:  # a crash in the client: an answer-less call, on record
-            response = MutationResponse(text="", error=f"{type(exc).__name__}: {exc}",
-                                        metadata={"exception": type(exc).__name__})
-        self.cache.put(key, sample, request, response)
+            response = Completion(text="", error=f"{type(exc).__name__}: {exc}",
+                                  metadata={"exception": type(exc).__name__})
+        self.cache.put(key, sample, system, user, images, response)
         return response
 
 
-class ReplayMutator:
+def _replayed(hit: Completion) -> Completion:
+    return dataclasses.replace(hit, cached=True, usage=dataclasses.replace(hit.usage, cost_usd=0.0))
+
+
+class ReplayClient:
     """Answers only from a recorded cache; no network, no key. Raises :class:`CacheMiss`."""
 
     name = "replay"
@@ -217,13 +212,13 @@ class ReplayMutator:
             raise FileNotFoundError(f"replay cache {cache} does not exist")
         self.cache = _as_cache(cache)
 
-    def propose(self, request: MutationRequest) -> MutationResponse:
-        key, sample = self.cache.next_key(request)
+    def complete(self, system: str, user: str, images: Sequence[str] = (), seed: int = 0) -> Completion:
+        key, sample = self.cache.next_key(system, user, images, seed)
         hit = self.cache.get(key)
         if hit is None:
             raise CacheMiss(
-                f"no recorded answer for task {request.task_name!r}, mode {request.mode!r}, sample {sample} "
-                f"(key {key[:12]}) in {self.cache.path} ({len(self.cache)} entries). Replay needs the "
-                "same task, configuration, seed and prompt templates as the recorded run."
+                f"no recorded answer for sample {sample} (key {key[:12]}) in {self.cache.path} "
+                f"({len(self.cache)} entries). Replay needs the same task, configuration, seed and prompt "
+                "templates as the recorded run."
             )
-        return dataclasses.replace(hit, cached=True, cost_usd=0.0)
+        return _replayed(hit)

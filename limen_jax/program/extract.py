@@ -17,8 +17,11 @@ from collections.abc import Sequence
 from limen_jax.program.errors import ProgramError
 
 # An opening fence with an optional language tag, the body, and a closing fence (or the
-# end of the text, for replies cut off by the token limit).
-_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:^[ \t]*```[ \t]*$|\Z)", re.M | re.S)
+# end of the text, for replies cut off by the token limit). The lookaheads keep the blanks
+# and the tag from giving characters back to the rest of the line: a long unclosed fence
+# line costs linear time, not quadratic.
+_FENCE = re.compile(r"^[ \t]*```[ \t]*(?![ \t])([\w+.-]*)(?![\w+.-])[^\n]*\n(.*?)(?:^[ \t]*```[ \t]*$|\Z)",
+                    re.M | re.S)
 _NON_PYTHON_TAGS = {"json", "text", "txt", "bash", "sh", "shell", "console", "yaml", "markdown", "md", "output"}
 # Lines that can start a Python program.
 _CODE_START = re.compile(r"^(import [\w.]+|from [\w.]+ import |def |@|[A-Za-z_][A-Za-z0-9_]*\s*(: [^=]+)?=[^=])")

@@ -18,12 +18,17 @@ import re
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+import numpy as np
 
 from limen_jax.archive import ProgramRecord, ProgramStore
 from limen_jax.modes import REQUIRED
 from limen_jax.search.faults import Rejection, RunStop, describe, rejection_of, systematic
 from limen_jax.search.requests import EvalRequest, ProgramRequest, Request, TextRequest
+
+if TYPE_CHECKING:
+    from limen_jax.llm.client import Completion
 
 DEFAULT_CODE = "# the task's default observation and sparse reward\n"
 
@@ -75,20 +80,27 @@ class Prepared:
         return [r for r in self.requests if isinstance(r, EvalRequest)]
 
 
-def mutation_request(request: ProgramRequest | TextRequest, store: ProgramStore, task_name: str, mode: str) -> Any:
-    """The mutator request of ``request`` (parent and context records from ``store``)."""
-    from limen_jax.llm import MutationRequest
+def answer(client: Any, request: ProgramRequest | TextRequest, store: ProgramStore, mode: str,
+           strategy: Any) -> Any:
+    """The run's answer to ``request`` (a :class:`~limen_jax.llm.client.Completion`) from
+    ``client`` (a :class:`~limen_jax.llm.replay.CachingClient`). Offline, the strategy
+    writes it (:func:`~limen_jax.search.base.offline_answer`: its own text and operators,
+    else the stand-in's generic operators) from the request and the records it names, and
+    the cache records it like any model's."""
+    from limen_jax.search.base import OfflineRequest, offline_answer
 
-    if isinstance(request, TextRequest):
-        return MutationRequest(system=request.system, user=request.user, task_name=task_name, mode=mode,  # type: ignore[arg-type]
-                               others=[store.get(i) for i in request.context_ids], rng_seed=request.rng_seed,
-                               role=request.role, images=request.images)
-    others = [store.get(i) for i in (*request.parent_ids[1:], *request.context_ids)]
-    return MutationRequest(
-        system=request.system, user=request.user, task_name=task_name, mode=mode,  # type: ignore[arg-type]
-        parent=store.get(request.parent_id) if request.parent_id else None, others=others,
-        rng_seed=request.rng_seed, operator=request.operator,
-    )
+    images = request.images if isinstance(request, TextRequest) else ()
+    by = None
+    if client.offline is not None:
+        if isinstance(request, TextRequest):
+            parent, others = None, [store.get(i) for i in request.context_ids]
+        else:
+            parent = store.get(request.parent_id) if request.parent_id else None
+            others = [store.get(i) for i in (*request.parent_ids[1:], *request.context_ids)]
+        offline = OfflineRequest(request, parent, tuple(others), mode, client.offline,
+                                 np.random.default_rng(request.rng_seed))
+        by = client.offline.answering(offline_answer(strategy, offline))
+    return client.complete(request.system, request.user, images, request.rng_seed, by=by)
 
 
 def extracted_code(text: str, mode: str) -> str:
@@ -105,12 +117,13 @@ def extracted_code(text: str, mode: str) -> str:
 
 
 _FENCED = re.compile(r"^[ \t]*```.*?(?:^[ \t]*```[ \t]*$|\Z)", re.M | re.S)
+MAX_ANSWER = 1_000_000  # characters of an answer searched for its thought (answers are a few KB)
 
 
 def thought_of(text: str) -> str:
     """The answer's text around its code (its reasoning, a design thought): every fenced
-    block removed, blank runs folded."""
-    prose = _FENCED.sub("", text.replace("\r\n", "\n"))
+    block removed, blank runs folded; linear in the answer's first MAX_ANSWER characters."""
+    prose = _FENCED.sub("", text[:MAX_ANSWER].replace("\r\n", "\n"))
     return re.sub(r"\n{3,}", "\n\n", prose).strip()
 
 
@@ -131,11 +144,14 @@ def ask_and_check(
     log: Callable[..., None] = lambda event, **kw: None,
     mutator_name: Callable[[], str] = lambda: "custom",
     iteration: int = 0,
+    strategy: Any = None,
 ) -> Prepared:
     """Carry out the program and text requests of a batch; see the module docs.
-    ``mutator()`` gives the run's mutator (built on first use: a batch that asks the LLM
-    nothing never builds one)."""
-    from limen_jax.llm import MutatorError
+    ``mutator()`` gives the run's client (built on first use: a batch that asks the LLM
+    nothing never builds one); ``strategy`` writes its requests' answers in an offline run
+    (None: :class:`~limen_jax.search.base.StrategyBase`'s defaults)."""
+    from limen_jax.llm import ClientError
+    from limen_jax.search.base import StrategyBase
 
     start = time.time()
     prepared = Prepared(requests[0].iteration if requests else iteration, list(requests), start=start)
@@ -148,7 +164,8 @@ def ask_and_check(
                                  thread_name_prefix="limen-llm")
     try:
         m: Any = mutator() if asks else None
-        futures = {id(r): pool.submit(m.propose, mutation_request(r, store, task.name, mode)) for r in asks}
+        author = strategy if strategy is not None else StrategyBase()
+        futures = {id(r): pool.submit(answer, m, r, store, mode, author) for r in asks}
         for request in requests:
             if isinstance(request, EvalRequest):
                 continue
@@ -157,7 +174,7 @@ def ask_and_check(
                 continue
             try:
                 response = futures[id(request)].result()
-            except MutatorError as exc:  # budget cap, replay miss, refused request: stop
+            except ClientError as exc:  # budget cap, replay miss, refused request: stop
                 stops.append(exc)
                 continue
             except Exception as exc:  # a crash in a custom mutator: no answer, not the program's fault
@@ -242,13 +259,14 @@ def _no_answer(prepared: Prepared, request: Request, message: str) -> None:
         prepared.children.append(Child(request, record))
 
 
-def _answered(prepared: Prepared, request: Request, response: Any, name: str, log: Callable[..., None],
+def _answered(prepared: Prepared, request: Request, response: Completion, name: str, log: Callable[..., None],
               checks: _Checks) -> None:
     """Log an answer and file it: a text, a failed call, or a program sent to be checked."""
+    usage = response.usage
     metadata = {
-        "mutator": name, "model": response.model, "input_tokens": response.input_tokens,
-        "output_tokens": response.output_tokens, "cost_usd": response.cost_usd, "cached": response.cached,
-        "retries": response.retries,
+        "mutator": name, "model": response.model, "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens, "cost_usd": usage.cost_usd, "cached": response.cached,
+        "retries": usage.retries,
     }
     truncated = bool(response.metadata.get("truncated")) or response.metadata.get("stop_reason") == "max_tokens"
     if truncated:

@@ -1,4 +1,4 @@
-"""The mutator of one search run: which one "auto" is, built once when first needed,
+"""The client of one search run: which one "auto" is, built once when first needed,
 checked before anything is written, and what it has cost (its cache's ledger)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 from limen_jax.llm.factory import make_mutator, resolve_mutator
-from limen_jax.llm.replay import CACHE_FILENAME, CachingMutator, ResponseCache
+from limen_jax.llm.replay import CACHE_FILENAME, CachingClient, ResponseCache
 
 
 def settle_auto(llm: Any, saved: dict[str, Any] | None) -> Any:
@@ -23,18 +23,20 @@ def settle_auto(llm: Any, saved: dict[str, Any] | None) -> Any:
 
 
 class RunMutator:
-    """The run's mutator and its name. given: a mutator object handed in (recorded into
-    the run's cache like any other), or None for the one ``llm`` (the run's LLMConfig,
-    "auto" settled) names; rd: the run's :class:`~limen_jax.rundir.RunDir`."""
+    """The run's client (a :class:`~limen_jax.llm.replay.CachingClient`) and its name.
+    given: a client handed in (a :class:`~limen_jax.llm.client.Client`, or an
+    :class:`~limen_jax.llm.offline.OfflineAuthor`; recorded into the run's cache like any
+    other), or None for the one ``llm`` (the run's LLMConfig, "auto" settled) names; rd:
+    the run's :class:`~limen_jax.rundir.RunDir`."""
 
     def __init__(self, given: Any, llm: Any, task: Any, rd: Any) -> None:
         self._given, self._llm, self._task, self._rd = given, llm, task, rd
         self._lock = threading.Lock()
-        self.mutator: Any = None
+        self.mutator: CachingClient | None = None
         self.name = "none"
 
-    def get(self) -> Any:
-        """The mutator, built on the first call (from any thread)."""
+    def get(self) -> CachingClient:
+        """The client, built on the first call (from any thread)."""
         with self._lock:
             if self.mutator is None:
                 self.mutator = self._build()
@@ -48,7 +50,7 @@ class RunMutator:
         """Build the mutator now, so that a missing API key, catalog or replay cache is
         refused (ValueError) before anything is written. A resumed run keeps its mutator,
         so a missing key is said without the other mutators, which it cannot switch to."""
-        from limen_jax.llm.anthropic_client import MissingAPIKey
+        from limen_jax.llm.client import MissingAPIKey
 
         try:
             self.get()
@@ -58,13 +60,13 @@ class RunMutator:
             raise ValueError(f"{self._rd.path} is a run of Claude (llm.mutator anthropic) and ANTHROPIC_API_KEY is "
                              "not set: export it, then resume again") from None
 
-    def _build(self) -> Any:
+    def _build(self) -> CachingClient:
         if self._given is not None:
             self.name = getattr(self._given, "name", "custom")
-            # every answer of every mutator is recorded: replay and the spend ledger need it
-            if isinstance(self._given, CachingMutator):
+            # every answer of every client is recorded: replay and the spend ledger need it
+            if isinstance(self._given, CachingClient):
                 return self._given
-            return CachingMutator(self._given, self._rd.cache_path)
+            return CachingClient(self._given, self._rd.cache_path)
         self.name = resolve_mutator(self._llm.mutator)
         return make_mutator(self._llm, self._task, cache_path=self._rd.cache_path)
 
@@ -80,14 +82,13 @@ class RunMutator:
     @property
     def spend(self) -> float:
         """Dollars paid for LLM calls over the whole run (the cache's ledger)."""
-        cache = getattr(self.mutator, "cache", None)
-        return float(cache.ledger.cost_usd) if cache is not None else 0.0
+        return float(self.mutator.cache.ledger.cost_usd) if self.mutator is not None else 0.0
 
     def usage(self) -> dict[str, Any]:
-        cache = getattr(self.mutator, "cache", None)
+        cache = self.mutator.cache if self.mutator is not None else None
         if cache is None:
             path = self._rd.path / CACHE_FILENAME
             cache = ResponseCache(path) if path.exists() else None
         out = cache.ledger.to_dict() if cache is not None else {}
-        hits = getattr(self.mutator, "hits", 0)
+        hits = self.mutator.hits if self.mutator is not None else 0
         return {**out, "cache_hits": hits, "mutator": self.name}

@@ -35,7 +35,8 @@ def evolve(
     """Run (or, if ``run_dir`` holds a checkpoint, resume) an interface search.
 
     config: an EvolveConfig, a dict of overrides on the CPU preset, or None.
-    mutator: any object with ``propose(MutationRequest) -> MutationResponse``;
+    mutator: a model client (:class:`limen_jax.llm.Client`: ``complete(system, user, images,
+        seed) -> Completion``) or an offline stand-in (:class:`limen_jax.llm.OfflineAuthor`);
         by default chosen by ``config.llm.mutator``.
     evaluator: a :class:`limen_jax.search.evaluation.evaluator.Evaluator` (``submit(job) -> Future``,
         ``prepare(job)``, ``close(wait)``; subclass ``EvaluatorBase`` for the last two);

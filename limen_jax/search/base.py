@@ -10,6 +10,11 @@ memory is plain data (``to_dict`` / ``load``), saved in the checkpoint beside th
 so a killed run resumes with it. ``lookahead`` says how many batches the loop may propose
 ahead of the outcomes: 1 lets batch i+1 be asked while batch i trains (MAP-Elites); 0
 means the strategy sees every outcome before it proposes again (a tree search).
+
+In a run with no LLM (the offline stand-in), the strategy answers what only it knows how
+to: its text requests (``offline_text``) and its own program operators
+(``offline_program``); the generic operators (from scratch, mutate, crossover) are the
+stand-in's (:mod:`limen_jax.llm.offline`). Each gets an :class:`OfflineRequest`.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 
 from limen_jax.archive import Archive, ProgramRecord, program_id
+from limen_jax.llm.offline import OfflineAuthor, read_genome
 from limen_jax.llm.prompts import PromptConfig, build_prompt
 from limen_jax.search.faults import rejection_of
 from limen_jax.search.requests import EvalRequest, Outcome, ProgramRequest, Request, TextRequest
@@ -73,6 +79,53 @@ def blamed_on_program(record: ProgramRecord) -> bool:
     return rejection is None or rejection.blame == "program"
 
 
+@dataclasses.dataclass(frozen=True)
+class OfflineRequest:
+    """What a strategy's offline answer reads.
+
+    request: the program or text request the strategy made (its ``operator``, ``role``
+    and ``tag`` say what it asked). parent: the record of ``request.parent_id`` (a program
+    request), else None. others: the records a mutator gets besides the parent (a program
+    request: the other parents, then the context; a text request: the context). mode: the
+    program mode. author: the offline stand-in (the task's catalog, the genome helpers).
+    rng: a Generator seeded by the request's ``rng_seed``; an answer draws from it in a
+    fixed order, so it is deterministic (and ``offline_program`` returns None before
+    drawing, so the generic operator sees the stream unused).
+    """
+
+    request: ProgramRequest | TextRequest
+    parent: ProgramRecord | None
+    others: tuple[ProgramRecord, ...]
+    mode: str
+    author: OfflineAuthor
+    rng: np.random.Generator
+
+
+def offline_answer(strategy: Strategy, request: OfflineRequest) -> str:
+    """The offline answer to ``request``: the strategy's text, its own program operator's
+    answer, else the stand-in's generic operator."""
+    if isinstance(request.request, TextRequest):
+        return strategy.offline_text(request)
+    own = strategy.offline_program(request)
+    if own is not None:
+        return own
+    parent = request.parent.code if request.parent is not None else None
+    return request.author.program(parent, [r.code for r in request.others], request.mode, request.rng)
+
+
+def describe_programs(role: str, records: Sequence[ProgramRecord]) -> str:
+    """The default offline text: "Offline <role>:" and a line per record (its id, success
+    and catalog pieces)."""
+    lines = []
+    for record in records:
+        genome = read_genome(record.code)
+        pieces = (f"features {', '.join(genome['features'])}; terms {', '.join(genome['terms'])}"
+                  if genome else "no catalog pieces")
+        scored = "untrained" if record.success is None else f"success {record.success:.2f}"
+        lines.append(f"- {record.id} ({scored}): {pieces}")
+    return f"Offline {role}:\n" + ("\n".join(lines) if lines else "nothing to review")
+
+
 @runtime_checkable
 class Strategy(Protocol):
     """A search strategy (see the module docstring and docs/evolution.md).
@@ -115,6 +168,15 @@ class Strategy(Protocol):
         """A reason to stop early, or None."""
         ...
 
+    def offline_text(self, request: OfflineRequest) -> str:
+        """The offline answer to one of the strategy's text requests."""
+        ...
+
+    def offline_program(self, request: OfflineRequest) -> str | None:
+        """The offline answer (source in a markdown fence, as an LLM writes it) to one of
+        the strategy's program requests, or None for the stand-in's generic operator."""
+        ...
+
 
 @dataclasses.dataclass(frozen=True)
 class NoOptions:
@@ -126,7 +188,9 @@ class StrategyBase:
     many generations as ``search.iterations`` asks (``max_iterations`` caps them), the
     trained policies ``--keep-policies`` keeps (``keep_policies``: "all" or "best" makes
     the loop keep at least those, for a strategy that rolls them out), asks the LLM
-    (``asks_llm`` False: the run builds no mutator, so needs no key or catalog).
+    (``asks_llm`` False: the run builds no mutator, so needs no key or catalog), and
+    offline answers its text requests by describing their context programs
+    (:func:`describe_programs`) and its program requests by the generic operators.
     Subclasses set ``name`` and implement ``propose``; ``options`` is an instance of
     their ``Options`` dataclass."""
 
@@ -154,6 +218,13 @@ class StrategyBase:
             raise ValueError(f"strategy {self.name!r} keeps no state, but the checkpoint holds {sorted(state)}")
 
     def done(self, view: SearchView) -> str | None:
+        return None
+
+    def offline_text(self, request: OfflineRequest) -> str:
+        assert isinstance(request.request, TextRequest)
+        return describe_programs(request.request.role, request.others)
+
+    def offline_program(self, request: OfflineRequest) -> str | None:
         return None
 
 

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import itertools
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 from limen_jax.archive.grid import Grid, GridSpec
+from limen_jax.view import read
+from limen_jax.view.read import RunDirError
 
 FORMAT = 1  # of the dicts this module returns (the page checks it)
 ARCHIVE_VERSION = 1  # the archive format this viewer reads (limen_jax.archive.FORMAT_VERSION)
@@ -34,10 +37,7 @@ DEFAULTS: dict[str, Any] = {
 # Events drawn elsewhere on the page; every other kind is listed in the run's log.
 _DRAWN = {"prompt", "response", "program", "score", "reject", "iteration", "evaluate", "evaluation", "run_start"}
 _ERROR_CHARS = 300
-
-
-class RunDirError(Exception):
-    """A directory the viewer cannot show; the message is one line for the user."""
+_DIFF_CHARS = 200_000  # a longer program is shown, not diffed (difflib is quadratic in the worst case)
 
 
 @dataclasses.dataclass
@@ -59,50 +59,23 @@ class Run:
     notes: list[str] = dataclasses.field(default_factory=list)
 
 
-def _read_json(path: Path, what: str) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise RunDirError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}): {what}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RunDirError(f"{path}: cannot read: {exc}") from None
-
-
-def read_events(path: Path) -> list[dict[str, Any]]:
-    """events.jsonl, skipping a line cut by a kill mid-write (as ``RunDir.events`` does)."""
-    out = []
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                try:
-                    event = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(event, dict) and isinstance(event.get("event"), str):
-                    out.append(event)
-    except OSError as exc:
-        raise RunDirError(f"{path}: cannot read: {exc}") from None
-    return out
-
-
-def _read_state(root: Path, state_path: Path) -> tuple[Any, list[str]]:
+def _read_state(root: Path) -> tuple[Any, list[str]]:
     """state.json, or the previous checkpoint (``state.json.prev``) when a kill left it
     missing or cut mid-write, as a resume would use it; the notes say which was read."""
-    prev = state_path.with_name("state.json.prev")
-    if state_path.exists():
+    if read.exists(root, "state.json"):
         try:
-            return _read_json(state_path, "the checkpoint was cut mid-write"), []
+            return read.read_json(root, "state.json", "the checkpoint was cut mid-write"), []
         except RunDirError as damaged:
-            if not prev.exists():
+            if not read.exists(root, "state.json.prev"):
                 raise
             why = f"{damaged}"
-    elif prev.exists():
-        why = f"{state_path} is missing (a kill between two checkpoint writes)"
+    elif read.exists(root, "state.json.prev"):
+        why = f"{root / 'state.json'} is missing (a kill between two checkpoint writes)"
     else:
         raise RunDirError(f"{root} has no checkpoint (state.json) yet: the run was killed in, or is still in, "
                           "its first iteration")
-    state = _read_json(prev, "the previous checkpoint is damaged too")
-    return state, [f"{why}; showing the previous checkpoint {prev.name}, as --resume would use it"]
+    state = read.read_json(root, "state.json.prev", "the previous checkpoint is damaged too")
+    return state, [f"{why}; showing the previous checkpoint state.json.prev, as --resume would use it"]
 
 
 def load(path: str | os.PathLike[str]) -> Run:
@@ -110,44 +83,58 @@ def load(path: str | os.PathLike[str]) -> Run:
     root = Path(path)
     if not root.is_dir():
         raise RunDirError(f"{root}: no such directory")
-    config_path, state_path, events_path = root / "config.json", root / "state.json", root / "events.jsonl"
-    if not config_path.exists() and not events_path.exists():
+    state_path = root / "state.json"
+    if not read.exists(root, "config.json") and not read.exists(root, "events.jsonl"):
         raise RunDirError(f"{root} is not a limen_jax run directory (no config.json, no events.jsonl)")
-    for p in (config_path, events_path):
-        if not p.exists():
-            raise RunDirError(f"{root} is not a complete run directory: {p.name} is missing")
-    config = _read_json(config_path, "the run's config was cut mid-write")
-    state, notes = _read_state(root, state_path)
+    for name in ("config.json", "events.jsonl"):
+        if not read.exists(root, name):
+            raise RunDirError(f"{root} is not a complete run directory: {name} is missing")
+    config = read.read_json(root, "config.json", "the run's config was cut mid-write")
+    state, notes = _read_state(root)
     if not isinstance(config, dict) or not isinstance(state, dict):
         raise RunDirError(f"{root}: config.json and state.json must each hold a JSON object")
+    iteration = state.get("iteration")
+    if iteration is not None and not read._int(iteration, -1, read.MAX_ITERATIONS):
+        raise RunDirError(f"{state_path}: iteration {repr(iteration)[:40]} is not a count of iterations this viewer "
+                          f"draws (a whole number from 0 to {read.MAX_ITERATIONS})")
+    for key in ("usage", "config"):
+        if state.get(key) is not None and not isinstance(state[key], dict):
+            raise RunDirError(f"{state_path}: {key} must be a JSON object: not a limen_jax checkpoint")
     archive = state.get("archive")
     if not isinstance(archive, dict) or not isinstance(archive.get("programs"), list) or "grid" not in archive:
         raise RunDirError(f"{state_path} has no archive (programs and grid): not a limen_jax checkpoint, or one "
                           "from an older version")
     if archive.get("version") != ARCHIVE_VERSION:
-        raise RunDirError(f"{state_path}: archive format version {archive.get('version')!r}; this viewer reads "
-                          f"version {ARCHIVE_VERSION}")
+        raise RunDirError(f"{state_path}: archive format version {repr(archive.get('version'))[:40]}; this viewer "
+                          f"reads version {ARCHIVE_VERSION}")
     records: dict[str, dict[str, Any]] = {}
     for i, raw in enumerate(archive["programs"]):
         missing = [k for k in REQUIRED if not isinstance(raw, dict) or k not in raw]
         if missing:
-            name = raw.get("id", f"#{i}") if isinstance(raw, dict) else f"#{i}"
+            name = str(raw.get("id", f"#{i}"))[:80] if isinstance(raw, dict) else f"#{i}"
             raise RunDirError(f"{state_path}: program {name} lacks {', '.join(missing)}: written by an older "
                               "version of limen_jax, which this viewer does not read")
-        record = {**DEFAULTS, **raw, "id": str(raw["id"])}
-        if not _well_typed(record):
-            raise RunDirError(f"{state_path}: program {record['id']} has fields of the wrong type (iteration, island, "
-                              "parent_ids, success, curves, metadata): not a limen_jax checkpoint")
+        record = {**DEFAULTS, **raw}
+        if not read.well_typed_record(record):
+            raise RunDirError(f"{state_path}: program {str(record['id'])[:80]} has fields of the wrong type (id, "
+                              "iteration, island, parent_ids, success, curves, metadata, ...): not a limen_jax "
+                              "checkpoint")
         records[record["id"]] = record
+    if not isinstance(archive.get("config", {}), dict) or not read.grid_size_ok(archive["grid"]):
+        raise RunDirError(f"{state_path}: the archive's grid is malformed or larger than {read.MAX_GRID_CELLS} cells")
     try:
         config_grid = archive.get("config", {}).get("grid")
         spec = GridSpec.from_dict(config_grid) if config_grid is not None else GridSpec()
         saved = Grid.from_dict(archive["grid"])
-    except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:
-        raise RunDirError(f"{state_path}: the archive's grid cannot be read ({type(exc).__name__}: {exc})") from None
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
+        raise RunDirError(f"{state_path}: the archive's grid cannot be read ({type(exc).__name__}: "
+                          f"{str(exc)[:200]})") from None
     if saved.spec != spec:
         raise RunDirError(f"{state_path}: the archive's grid does not match its config")
-    events = read_events(events_path)
+    events, skipped = read.read_events(root)
+    if skipped:
+        notes.append(f"{root / 'events.jsonl'}: skipped {skipped} event{'s' if skipped > 1 else ''} with fields of "
+                     "the wrong type (not written by limen_jax)")
     prompts: dict[str, dict[str, Any]] = {}
     responses: dict[str, dict[str, Any]] = {}
     for e in events:
@@ -156,16 +143,6 @@ def load(path: str | os.PathLike[str]) -> Run:
         elif e["event"] == "response" and "id" in e:
             responses[str(e["id"])] = e
     return Run(root, config, state, events, records, prompts, responses, notes)
-
-
-def _well_typed(r: dict[str, Any]) -> bool:
-    number = (int, float)
-    return (isinstance(r["iteration"], int) and isinstance(r["island"], int) and isinstance(r["parent_ids"], list)
-            and (r["success"] is None or isinstance(r["success"], number))
-            and isinstance(r["curves"], dict) and isinstance(r["metadata"], dict)
-            and isinstance(r["evaluations"], dict) and isinstance(r["success_per_seed"], list)
-            and (r["obs_dim"] is None or isinstance(r["obs_dim"], int))
-            and (r["reward_ast_size"] is None or (isinstance(r["reward_ast_size"], int) and r["reward_ast_size"] >= 0)))
 
 
 def stamp(path: str | os.PathLike[str]) -> str:
@@ -193,10 +170,21 @@ def _operator(run: Run, record: dict[str, Any]) -> str:
 def _policy_files(run: Run, program_id: str) -> list[dict[str, Any]] | None:
     """Files kept under ``policies/<id>/`` (names and sizes), or None when no policy was kept."""
     folder = run.path / "policies" / program_id
-    if not folder.is_dir() or not folder.resolve().is_relative_to((run.path / "policies").resolve()):
+    base = read.inside_dir(run.path, run.path / "policies")
+    real = read.inside_dir(run.path, folder)
+    if base is None or real is None or not real.is_relative_to(base):
         return None
-    return [{"name": str(p.relative_to(folder)), "bytes": p.stat().st_size}
-            for p in sorted(folder.rglob("*")) if p.is_file()]
+    files = []
+    for p in itertools.islice(sorted(folder.rglob("*")), read.MAX_POLICY_FILES):
+        kept = read.inside(run.path, p)  # a link out of the run is not listed
+        if kept is not None:
+            files.append({"name": str(p.relative_to(folder)), "bytes": kept.stat().st_size})
+    return files
+
+
+def policy_left_run(run: Run, program_id: str) -> bool:
+    """Whether ``policies/<id>`` is there but leads out of the run directory (a planted link)."""
+    return os.path.lexists(run.path / "policies" / program_id) and _policy_files(run, program_id) is None
 
 
 def _short_error(error: Any) -> dict[str, Any] | None:
@@ -273,7 +261,8 @@ def grid_history(run: Run) -> dict[str, Any]:
                 grid.place(int(r["island"]), spec.cell(int(r["obs_dim"]), int(r["reward_ast_size"] or 0)), r["id"],
                            float(r["success"]))
         for m in moves.get(it, []):
-            if m.get("inserted"):
+            in_grid = m["target"] < grid.num_islands and m["cell"][0] < spec.shape[0] and m["cell"][1] < spec.shape[1]
+            if m.get("inserted") and in_grid:
                 grid.place(int(m["target"]), (int(m["cell"][0]), int(m["cell"][1])), str(m["program_id"]),
                            float(m["fitness"]))
         snapshots.append({"iteration": it, "cells": _cells(grid)})
@@ -362,7 +351,7 @@ def _run_info(run: Run) -> dict[str, Any]:
             status = str(e.get("stopped", "finished"))
     search = run.config.get("search", {}) if isinstance(run.config.get("search"), dict) else {}
     llm = run.config.get("llm", {}) if isinstance(run.config.get("llm"), dict) else {}
-    usage = run.state.get("usage") or {}
+    usage = run.state.get("usage") or {}  # a dict: load() checked it
     return {
         "name": run.path.resolve().name, "task": run.config.get("task"), "mode": search.get("mode"),
         "strategy": search.get("strategy"), "mutator": usage.get("mutator", llm.get("mutator")),
@@ -397,6 +386,8 @@ def curve_keys(curves: dict[str, Any]) -> list[str]:
 
 def diff(old: str, new: str, old_name: str, new_name: str) -> str:
     """Unified diff of two programs (3 lines of context)."""
+    if len(old) > _DIFF_CHARS or len(new) > _DIFF_CHARS:
+        return f"(not diffed: a program over {_DIFF_CHARS} characters)"
     lines = difflib.unified_diff(old.splitlines(), new.splitlines(), old_name, new_name, lineterm="")
     return "\n".join(lines)
 
@@ -406,8 +397,8 @@ def _code(run: Run, program_id: str) -> str:
     if record is not None and record["code"]:
         return str(record["code"])
     path = run.path / "programs" / f"{program_id}.py"
-    if path.name == f"{program_id}.py" and path.parent == run.path / "programs" and path.is_file():
-        return path.read_text(encoding="utf-8", errors="replace")
+    if path.name == f"{program_id}.py" and path.parent == run.path / "programs":
+        return read.read_text(run.path, path) or ""  # "" for a link out of the run, or a huge file
     return ""
 
 

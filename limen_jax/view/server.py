@@ -1,23 +1,34 @@
 """The viewer's server: the standard library's ThreadingHTTPServer, serving the page and a
-read-only JSON API over one run directory.
+JSON API over one run directory.
 
-Routes (GET only; everything else is 404/405):
+Routes (everything else is 404/405):
 
-    /                      the page
-    /static/<name>         app.js, style.css, plotly.min.js (from the installed packages)
-    /api/run               :func:`limen_jax.view.data.summary`
-    /api/program?id=<id>   :func:`limen_jax.view.data.detail` of one program
-    /api/stamp             {"stamp": ...}: changes when the run writes; the page polls it
-    /api/rollout?id=<id>   roll out the program's kept policy (:func:`limen_jax.rollout.roll_out`,
-                           16 episodes): success, each term's episode sum, episode 0 as a GIF
+    GET  /                      the page
+    GET  /static/<name>         app.js, style.css, plotly.min.js (from the installed packages)
+    GET  /api/run               :func:`limen_jax.view.data.summary`
+    GET  /api/program?id=<id>   :func:`limen_jax.view.data.detail` of one program
+    GET  /api/stamp             {"stamp": ...}: changes when the run writes; the page polls it
+    GET  /api/session           {"token": ...}: the token the page sends with its POSTs
+    POST /api/rollout           body {"id": <id>}, header X-Limen-Token: roll out the program's kept
+                                policy (:func:`limen_jax.rollout.roll_out`, 16 episodes): success,
+                                each term's episode sum, episode 0 as a GIF
 
-No route maps a URL to a path: the run directory is read only through ``data``, so nothing
-outside it (nor any file of it but those ``data`` reads) is served. The run is re-read when
-its stamp changes, so a live run is followed without a restart.
+A page on another site can make the browser send requests to this server (a form, an image,
+a fetch; or a DNS name it rebinds to 127.0.0.1), so every request is checked (:class:`Guard`):
+its Host must name the address the server bound, with its port; a request from another
+origin (Origin, Sec-Fetch-Site) is refused, but for opening the page itself; an action with
+effects (a rollout trains nothing but costs minutes of CPU) is a POST carrying the session's
+token, which only a page of this origin can read. No route maps a URL to a path: the run
+directory is read only through ``data`` (limen_jax/view/read.py keeps it inside the run), and
+the run is re-read when its stamp changes, so a live run is followed without a restart.
 """
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
+import json
+import secrets
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,6 +39,67 @@ from urllib.parse import parse_qs, urlsplit
 from limen_jax.view import data, page
 
 _TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
+TOKEN_HEADER = "X-Limen-Token"
+_MAX_BODY = 4096  # a POST body is {"id": ...}
+
+
+class Guard:
+    """Which requests the server answers: Host, origin and token checks (see the module docs).
+
+    host, port: the address the server listens on. A loopback address also answers to
+    ``localhost``; a wildcard one (0.0.0.0, ::) to any address literal and ``localhost``,
+    never to another name (a rebound DNS name is a name).
+    """
+
+    def __init__(self, host: str, port: int) -> None:
+        self.port = int(port)
+        self.token = secrets.token_urlsafe(32)
+        self.names = {_host_name(host)}
+        self.any_literal = False
+        try:
+            ip = ipaddress.ip_address(host.strip("[]"))
+        except ValueError:
+            ip = None
+        if host.lower() == "localhost" or (ip is not None and (ip.is_loopback or ip.is_unspecified)):
+            self.names |= {"localhost", "127.0.0.1", "[::1]"}
+            self.any_literal = ip is not None and ip.is_unspecified
+
+    def host_ok(self, host: str | None) -> bool:
+        """Whether a Host header (``name:port``; the port may go unsaid only for 80) names this server."""
+        if not host:
+            return False
+        name, sep, port = host.strip().lower().rpartition(":")
+        if not sep or name.endswith(":") or (name.startswith("[") != name.endswith("]")):
+            name, port = host.strip().lower(), "80"  # no port (an IPv6 literal's colons are inside [])
+        if port != str(self.port):
+            return False
+        if name in self.names:
+            return True
+        if self.any_literal:
+            try:
+                ipaddress.ip_address(name.strip("[]"))
+                return True
+            except ValueError:
+                return False
+        return False
+
+    def origin_ok(self, origin: str | None) -> bool:
+        """An Origin header, when sent, must be this server's own (``http://<Host>``)."""
+        if origin is None:
+            return True
+        url = urlsplit(origin)
+        return url.scheme == "http" and not url.path and self.host_ok(url.netloc or None)
+
+    def token_ok(self, given: str | None) -> bool:
+        return given is not None and hmac.compare_digest(given.encode(), self.token.encode())
+
+
+def _host_name(host: str) -> str:
+    try:
+        ip = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return host.lower()
+    return f"[{ip}]" if ip.version == 6 else str(ip)
 
 
 class RunCache:
@@ -92,7 +164,7 @@ class Rollouts:
         }).encode()
 
 
-def make_handler(cache: RunCache, title: str) -> type[BaseHTTPRequestHandler]:
+def make_handler(cache: RunCache, title: str, guard: Guard) -> type[BaseHTTPRequestHandler]:
     rollouts = Rollouts(cache.path)
 
     class Handler(BaseHTTPRequestHandler):
@@ -108,16 +180,40 @@ def make_handler(cache: RunCache, title: str) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", f"max-age={cache_s}" if cache_s else "no-store")
             self.send_header("X-Content-Type-Options", "nosniff")
+            self.send_header("X-Frame-Options", "DENY")  # no other page frames the Roll out button
+            self.send_header("Content-Security-Policy", "frame-ancestors 'none'")
+            self.send_header("Cross-Origin-Resource-Policy", "same-origin")
+            if status == HTTPStatus.METHOD_NOT_ALLOWED:
+                self.send_header("Allow", "POST" if urlsplit(self.path).path == "/api/rollout" else "GET")
             self.end_headers()
             self.wfile.write(body)
 
         def _json(self, status: int, body: bytes | str) -> None:
             self._send(status, body.encode() if isinstance(body, str) else body, "application/json; charset=utf-8")
 
+        def _error(self, status: int, message: str) -> None:
+            self._json(status, data.to_json({"error": message}))
+
+        def _allowed(self, page: bool) -> bool:
+            """The Host and origin checks; answers 403 itself when they fail. ``page``: a
+            request for the page, which a link from another site may open."""
+            if not guard.host_ok(self.headers.get("Host")):
+                self._error(HTTPStatus.FORBIDDEN, "this server answers only to the address it listens on")
+                return False
+            site = self.headers.get("Sec-Fetch-Site")
+            navigation = page and self.headers.get("Sec-Fetch-Mode") == "navigate"
+            if not guard.origin_ok(self.headers.get("Origin")) or (
+                    site not in (None, "same-origin", "none") and not navigation):
+                self._error(HTTPStatus.FORBIDDEN, "a request from another site")
+                return False
+            return True
+
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             url = urlsplit(self.path)
             route = url.path
             try:
+                if not self._allowed(page=route in ("/", "/index.html")):
+                    return
                 if route in ("/", "/index.html"):
                     self._send(200, page.served_html(title).encode(), "text/html; charset=utf-8")
                 elif route.startswith("/static/"):
@@ -125,11 +221,13 @@ def make_handler(cache: RunCache, title: str) -> type[BaseHTTPRequestHandler]:
                     try:
                         body = page.asset(name)
                     except KeyError:
-                        self._json(404, data.to_json({"error": "no such file"}))
+                        self._error(404, "no such file")
                         return
                     self._send(200, body, _TYPES[Path(name).suffix], cache_s=3600)
                 elif route == "/api/stamp":
                     self._json(200, data.to_json({"stamp": data.stamp(cache.path)}))
+                elif route == "/api/session":
+                    self._json(200, data.to_json({"token": guard.token}))
                 elif route == "/api/run":
                     _, body = cache.get()
                     self._json(200, body)
@@ -139,23 +237,64 @@ def make_handler(cache: RunCache, title: str) -> type[BaseHTTPRequestHandler]:
                     try:
                         detail = data.detail(run, pid)
                     except KeyError:
-                        self._json(404, data.to_json({"error": f"no program {pid!r}"}))
+                        self._error(404, f"no program {pid[:80]!r}")
                         return
                     self._json(200, data.to_json(detail))
                 elif route == "/api/rollout":
-                    status, body = rollouts.get(parse_qs(url.query).get("id", [""])[0])
-                    self._json(status, body)
+                    self._error(HTTPStatus.METHOD_NOT_ALLOWED, "a rollout is a POST with the session's token")
                 else:
-                    self._json(404, data.to_json({"error": "not found"}))
+                    self._error(404, "not found")
             except data.RunDirError as exc:
-                self._json(503, data.to_json({"error": str(exc)}))
+                self._error(503, str(exc))
             except (BrokenPipeError, ConnectionResetError):
                 pass
 
-        def _refuse(self) -> None:
-            self._json(HTTPStatus.METHOD_NOT_ALLOWED, data.to_json({"error": "read-only"}))
+        def do_POST(self) -> None:  # noqa: N802
+            try:
+                if not self._allowed(page=False):
+                    return
+                if urlsplit(self.path).path != "/api/rollout":
+                    self._error(HTTPStatus.METHOD_NOT_ALLOWED, "read-only")
+                    return
+                if not guard.token_ok(self.headers.get(TOKEN_HEADER)):
+                    self._error(HTTPStatus.FORBIDDEN, f"a rollout needs the session's token in {TOKEN_HEADER}")
+                    return
+                pid = self._posted_id()
+                if pid is None:
+                    self._error(HTTPStatus.BAD_REQUEST, 'the body must be JSON {"id": "<program id>"}')
+                    return
+                run, _ = cache.get()
+                if pid not in run.records:
+                    self._error(404, f"no program {pid[:80]!r} in this run")
+                    return
+                if data.policy_left_run(run, pid):
+                    self._error(404, f"the kept policy of {pid!r} is a link out of the run directory: not read")
+                    return
+                status, body = rollouts.get(pid)
+                self._json(status, body)
+            except data.RunDirError as exc:
+                self._error(503, str(exc))
+            except (BrokenPipeError, ConnectionResetError):
+                pass
 
-        do_POST = do_PUT = do_DELETE = do_PATCH = _refuse  # noqa: N815
+        def _posted_id(self) -> str | None:
+            try:
+                length = int(self.headers.get("Content-Length", ""))
+            except ValueError:
+                return None
+            if not 0 < length <= _MAX_BODY or not self.headers.get("Content-Type", "").startswith("application/json"):
+                return None
+            try:
+                body = json.loads(self.rfile.read(length))
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+                return None
+            pid = body.get("id") if isinstance(body, dict) else None
+            return pid if isinstance(pid, str) else None
+
+        def _refuse(self) -> None:
+            self._error(HTTPStatus.METHOD_NOT_ALLOWED, "read-only")
+
+        do_PUT = do_DELETE = do_PATCH = _refuse  # noqa: N815
 
     return Handler
 
@@ -165,6 +304,8 @@ def make_server(run_dir: str | Path, host: str = "127.0.0.1", port: int = 0) -> 
     path = Path(run_dir)
     cache = RunCache(path)
     run, _ = cache.get()
-    server = ThreadingHTTPServer((host, port), make_handler(cache, f"limen_jax: {run.path.resolve().name}"))
+    title = f"limen_jax: {run.path.resolve().name}"
+    server = ThreadingHTTPServer((host, port), BaseHTTPRequestHandler)
+    server.RequestHandlerClass = make_handler(cache, title, Guard(host, server.server_address[1]))
     server.daemon_threads = True
     return server

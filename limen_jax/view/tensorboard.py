@@ -11,6 +11,7 @@ A curve's points are indexed 0, 1, ... (the record keeps no environment-step axi
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,14 @@ def write(run: data.Run, out_dir: str | Path) -> int:
     return points
 
 
+_NAME_CHARS = 64
+
+
 def _safe(name: str) -> str:
-    """A folder name from a program id (ids are the run's data: keep them inside ``out``)."""
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name).strip(".") or "_"
+    """A folder name from a program id (ids are the run's data: keep them inside ``out``, and
+    short enough for any file system). An id that is not already such a name gets a hash of
+    it appended, so two ids never share a folder."""
+    plain = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in name).strip(".")
+    if plain == name and 0 < len(name) <= _NAME_CHARS and name != "search":  # search/: the run's own
+        return name
+    return f"{plain[:_NAME_CHARS]}-{hashlib.sha256(name.encode('utf-8', 'replace')).hexdigest()[:12]}"

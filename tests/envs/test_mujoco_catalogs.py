@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-from limen_jax.llm.offline import OfflineMutator, render
+from limen_jax.llm.offline import OfflineAuthor, render
 from limen_jax.program import ProgramError, compile_interface, compile_many
 
 
@@ -28,7 +28,7 @@ def test_catalog_programs_pass_the_checker(fixture, request):
     # what a run proposes: first programs and their children keep the required pieces
     # (checked side by side, one sandboxed worker each, as the loop checks a batch; two
     # rounds: each program is one more worker that imports MJX and builds the task)
-    mutator = OfflineMutator(catalog)
+    mutator = OfflineAuthor(catalog)
     rng = np.random.default_rng(0)
     sources = []
     for _ in range(2):

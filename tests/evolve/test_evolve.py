@@ -10,7 +10,7 @@ from cli_runs import assert_same_programs, checkpoint, checkpointed, kill_and_re
 from toy_task import ToyCorridor
 
 import limen_jax as lj
-from limen_jax.llm import MutationResponse
+from limen_jax.llm import Completion
 from limen_jax.run.cli import main
 from limen_jax.train import main as train_main
 
@@ -119,15 +119,15 @@ class BrokenMutator:
         self.good = good
         self.calls = 0
 
-    def propose(self, request):
+    def complete(self, system, user, images=(), seed=0):
         self.calls += 1
         answers = [
             RuntimeError("connection reset"),
-            MutationResponse(text="I cannot help with that."),
-            MutationResponse(text="```python\ndef get_observation(state)\n    return 1\n```"),
-            MutationResponse(text="```python\nimport os\n" + self.good + "\n```"),
-            MutationResponse(text="", error="retries exhausted: 529 overloaded"),
-            MutationResponse(text="```python\n" + self.good + "\n```"),
+            Completion(text="I cannot help with that."),
+            Completion(text="```python\ndef get_observation(state)\n    return 1\n```"),
+            Completion(text="```python\nimport os\n" + self.good + "\n```"),
+            Completion(text="", error="retries exhausted: 529 overloaded"),
+            Completion(text="```python\n" + self.good + "\n```"),
         ]
         answer = answers[(self.calls - 1) % len(answers)]
         if isinstance(answer, Exception):

@@ -7,7 +7,6 @@ runs end to end in test_evolve.py.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import threading
 import types
@@ -20,7 +19,7 @@ from toy_task import ToyCorridor
 import limen_jax as lj
 from limen_jax.archive import Archive, ArchiveConfig, ProgramRecord
 from limen_jax.interface import default_interface
-from limen_jax.llm import BudgetExceeded, MutationResponse, OfflineMutator
+from limen_jax.llm import BudgetExceeded, Completion, OfflineAuthor, Usage
 from limen_jax.run.cli import main
 from limen_jax.run.start import resume
 from limen_jax.search import Independent, MapElites, SearchView
@@ -82,26 +81,39 @@ def records(run):
 
 
 def offline():
-    return OfflineMutator(ToyCorridor().offline_catalog())
+    return OfflineAuthor(ToyCorridor().offline_catalog())
 
 
-class Paid:
-    """The offline mutator at $0.50 a call that refuses (budget) from call ``fail_at`` on."""
+class Delivered:
+    """A client delivering one offline answer through ``deliver(text)``."""
+
+    def __init__(self, name, deliver, text) -> None:
+        self.name, self.deliver, self.text = name, deliver, text
+
+    def complete(self, system, user, images=(), seed=0):
+        return self.deliver(self.text)
+
+
+class Paid(OfflineAuthor):
+    """The offline stand-in at $0.50 a call that refuses (budget) from call ``fail_at`` on."""
 
     name = "paid"
 
     def __init__(self, fail_at: int | None = None) -> None:
-        self.inner, self.fail_at, self.calls = offline(), fail_at, 0
+        super().__init__(ToyCorridor().offline_catalog())
+        self.fail_at, self.calls = fail_at, 0
         self.lock = threading.Lock()
 
-    def propose(self, request):
+    def answering(self, text):
+        return Delivered(self.name, self.pay, text)
+
+    def pay(self, text):
         with self.lock:
             self.calls += 1
             n = self.calls
         if self.fail_at is not None and n >= self.fail_at:
             raise BudgetExceeded("test cap")
-        r = self.inner.propose(request)
-        return dataclasses.replace(r, cost_usd=0.5, input_tokens=100, output_tokens=10, model="paid-model")
+        return Completion(text, usage=Usage(100, 10, 0.5), model="paid-model")
 
 
 @pytest.fixture(scope="module")
@@ -161,8 +173,8 @@ def test_the_cli_exits_non_zero_when_the_run_stops_early(fake_training, tmp_path
 class Outage:
     name = "down"
 
-    def propose(self, request):
-        return MutationResponse(text="", error="no answer after 7 attempts; last error: HTTP 529")
+    def complete(self, system, user, images=(), seed=0):
+        return Completion(text="", error="no answer after 7 attempts; last error: HTTP 529")
 
 
 def test_a_total_outage_is_never_reported_as_finished(fake_training, tmp_path):
@@ -269,13 +281,13 @@ class Scripted:
     def __init__(self) -> None:
         self.calls = 0
 
-    def propose(self, request):
+    def complete(self, system, user, images=(), seed=0):
         self.calls += 1
         if self.calls == 1:  # cut off at max_tokens
-            return MutationResponse(text="```python\n" + GOOD[:120], metadata={"stop_reason": "max_tokens",
+            return Completion(text="```python\n" + GOOD[:120], metadata={"stop_reason": "max_tokens",
                                                                               "max_tokens": 64})
         # prose, then a fence holding a program that imports os, with a fence nested in a string
-        return MutationResponse(text="Here is my answer:\n\n```python\nimport os\n" + GOOD + "```\nHope it helps.")
+        return Completion(text="Here is my answer:\n\n```python\nimport os\n" + GOOD + "```\nHope it helps.")
 
 
 def test_truncated_answers_are_reported_as_cut_and_rejected_code_is_the_extracted_program(fake_training, tmp_path):
@@ -438,7 +450,7 @@ def test_ctrl_c_leaves_without_waiting_for_a_compile_ahead(fake_training, tmp_pa
     class Interrupted:
         name = "interrupted"
 
-        def propose(self, request):
+        def complete(self, system, user, images=(), seed=0):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
@@ -486,16 +498,20 @@ def test_a_plot_interrupted_while_written_leaves_the_previous_one_whole(tmp_path
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["progress.png"]
 
 
-class SlowOffline:
-    """The offline mutator, answering after ``delay`` seconds (a model's latency)."""
+class SlowOffline(OfflineAuthor):
+    """The offline stand-in, answering after ``delay`` seconds (a model's latency)."""
 
     name = "slow"
 
     def __init__(self, delay: float) -> None:
-        self.inner, self.delay = offline(), delay
+        super().__init__(ToyCorridor().offline_catalog())
+        self.delay = delay
         self.lock, self.in_flight, self.most = threading.Lock(), 0, 0
 
-    def propose(self, request):
+    def answering(self, text):
+        return Delivered(self.name, self.deliver, text)
+
+    def deliver(self, text):
         import time
 
         with self.lock:
@@ -504,7 +520,7 @@ class SlowOffline:
         time.sleep(self.delay)
         with self.lock:
             self.in_flight -= 1
-        return self.inner.propose(request)
+        return Completion(text, model=self.name)
 
 
 class SlowEvaluator(Remote):
@@ -566,8 +582,8 @@ def test_the_check_sample_is_built_while_the_first_batch_is_asked_for(tmp_path, 
     class Timed(SlowOffline):
         answered: float | None = None
 
-        def propose(self, request):
-            out = super().propose(request)
+        def deliver(self, text):
+            out = super().deliver(text)
             self.answered = self.answered or time.monotonic()
             return out
 

@@ -1,12 +1,11 @@
-"""The offline mutator: deterministic, keeps the goal term, emits checkable programs."""
+"""The offline stand-in: deterministic, keeps the goal term, emits checkable programs."""
 
 import numpy as np
 import pytest
 
 import limen_jax as lj
 from limen_jax.archive import ProgramRecord
-from limen_jax.llm.mutator import MutationRequest
-from limen_jax.llm.offline import OfflineMutator, read_genome, render
+from limen_jax.llm.offline import OfflineAuthor, read_genome, render
 
 
 @pytest.fixture(scope="module")
@@ -14,25 +13,25 @@ def easy():
     return lj.make("xland_easy")
 
 
-def request(parent=None, others=(), seed=0, mode="full"):
-    return MutationRequest(system="s", user="u", task_name="xland_easy", mode=mode, parent=parent,
-                           others=list(others), rng_seed=seed)
+def program(author, parent=None, others=(), seed=0, mode="full"):
+    return author.program(parent.code if parent else None, [r.code for r in others], mode,
+                          np.random.default_rng(seed))
 
 
 def test_from_scratch_is_small_deterministic_and_keeps_goal(easy):
-    mut = OfflineMutator(easy.offline_catalog())
-    a, b = mut.propose(request(seed=7)), mut.propose(request(seed=7))
-    assert a.text == b.text and a.model == "offline" and a.cost_usd == 0.0
-    genome = read_genome(a.text)
+    mut = OfflineAuthor(easy.offline_catalog())
+    a, b = program(mut, seed=7), program(mut, seed=7)
+    assert a == b and a.startswith("Offline edit (from_scratch).\n\n```python\n")
+    genome = read_genome(a)
     assert genome is not None and "goal" in genome["terms"]
     assert 2 <= len(genome["features"]) <= 4
-    texts = {mut.propose(request(seed=s)).text for s in range(8)}
+    texts = {program(mut, seed=s) for s in range(8)}
     assert len(texts) > 4  # different seeds explore different programs
 
 
 def test_mutations_edit_the_parent_and_never_drop_required_terms(easy):
     cat = easy.offline_catalog()
-    mut = OfflineMutator(cat)
+    mut = OfflineAuthor(cat)
     parent_genome = {"features": ["agent_pos", "direction"], "terms": {"goal": 10.0}}
     parent = ProgramRecord(id="p", code=render(cat, parent_genome))
     rng = np.random.default_rng(0)
@@ -46,8 +45,11 @@ def test_mutations_edit_the_parent_and_never_drop_required_terms(easy):
     other = {"features": ["pyramid_rel", "direction"], "terms": {"goal": 10.0, "approach_pyramid": 0.5}}
     crossed = [mut.mutate(parent_genome, np.random.default_rng(s), other)[0] for s in range(20)]
     assert any("pyramid_rel" in g["features"] or "approach_pyramid" in g["terms"] for g in crossed)
-    out = mut.propose(request(parent=parent, seed=3))
-    assert read_genome(out.text) != parent_genome and out.metadata["ops"]
+    out = program(mut, parent=parent, seed=3)
+    assert read_genome(out) != parent_genome and out.startswith("Offline edit (") and "from_scratch" not in out
+    # a parent written by an LLM holds no genome: a fresh program, drawn as from scratch
+    foreign = ProgramRecord(id="q", code="def get_observation(state):\n    return state\n")
+    assert program(mut, parent=foreign, seed=3) == program(mut, seed=3)
 
 
 def test_render_respects_mode_and_weights(easy):
@@ -70,7 +72,7 @@ def test_priors_steer_draws_and_required_pieces_stay():
     terms = (Term("goal", "t_goal = 1.0"), Term("dense", "t_dense = 1.0"), Term("extra", "t_extra = 1.0"))
     cat = Catalog("", feats, terms, required_features=("req",), required_terms=("goal",), dense_terms=("dense",),
                   seed_features=(1, 1), seed_terms=(0, 0))
-    mut = OfflineMutator(cat)
+    mut = OfflineAuthor(cat)
     rng = np.random.default_rng(0)
     firsts = [mut.random_genome(rng) for _ in range(100)]
     assert all(g["features"][0] == "req" and g["terms"] == {"goal": 1.0, "dense": 1.0} for g in firsts)

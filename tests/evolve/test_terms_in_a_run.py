@@ -15,7 +15,7 @@ from programs import two_terms
 from test_evolve import toy_config
 
 import limen_jax as lj
-from limen_jax.llm import MutationResponse
+from limen_jax.llm import Completion
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
@@ -30,10 +30,10 @@ class WritesTerms:
     def __init__(self) -> None:
         self.requests = []
 
-    def propose(self, request):
-        self.requests.append(request)
+    def complete(self, system, user, images=(), seed=0):
+        self.requests.append(user)
         code = two_terms(0.1 * len(self.requests))
-        return MutationResponse(text=f"Reward reaching the goal and each step closer.\n\n```python\n{code}```\n")
+        return Completion(text=f"Reward reaching the goal and each step closer.\n\n```python\n{code}```\n")
 
 
 def test_dict_terms_train_show_their_curves_and_the_best_policy_rolls_out(tmp_path):
@@ -53,8 +53,9 @@ def test_dict_terms_train_show_their_curves_and_the_best_policy_rolls_out(tmp_pa
     assert saved[first.id]["curves"]["reward/goal"] == first.curves["reward/goal"]
 
     # the second prompt improves the first program and shows its terms' curves
-    user = mutator.requests[1].user
-    assert mutator.requests[1].parent.id == first.id
+    user = mutator.requests[1]
+    events = [json.loads(line) for line in (run.run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["parent"] for e in events if e["event"] == "prompt"] == [None, first.id]
     assert "goal" in user and "closer" in user and "max" in user and "min" in user
 
     # the best of each batch keeps its policies; the run's best rolls out from the CLI

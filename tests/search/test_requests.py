@@ -8,12 +8,12 @@ import json
 import jax
 import numpy as np
 import pytest
+from offline_answers import answer, text_request
 from toy_task import ToyCorridor
 
 from limen_jax.archive import Archive, ArchiveConfig, ProgramRecord
 from limen_jax.config import EvolveConfig, SearchConfig
-from limen_jax.llm import MutationRequest
-from limen_jax.llm.offline import OfflineMutator
+from limen_jax.llm.offline import OfflineAuthor
 from limen_jax.run.ask import thought_of
 from limen_jax.run.cli import _parser, config_from_args, main, parse_sets
 from limen_jax.run.start import check_settings
@@ -61,21 +61,17 @@ def test_text_requests_are_seeded_from_the_batch_generator():
     assert a == b and a.id == "it0001-t00" and a.rng_seed == int(np.random.default_rng([0, 1]).integers(2**31 - 1))
 
 
-def test_the_offline_mutator_answers_each_text_role_deterministically():
-    m = OfflineMutator(ToyCorridor().offline_catalog())
-    good = ProgramRecord("p", m.propose(MutationRequest("s", "u", "toy_corridor", rng_seed=1)).text, success=0.5)
+def test_offline_a_strategy_describes_its_text_requests_context_by_default():
+    catalog = ToyCorridor().offline_catalog()
+    text = OfflineAuthor(catalog).program(None, [], "full", np.random.default_rng(1))
     from limen_jax.run.ask import extracted_code
 
-    good.code = extracted_code(good.code, "full")
-    answers = {}
-    for role in ("plan", "decompose", "verify", "critique"):
-        req = MutationRequest("s", "u", "toy_corridor", rng_seed=4, role=role, others=[good])
-        answers[role] = m.propose(req).text
-        assert m.propose(req).text == answers[role]  # deterministic
-        assert "```" not in answers[role]
-    assert answers["plan"].startswith("Offline plan:\n1. reward term `")
-    assert answers["verify"].startswith("score: ") and 0.0 <= float(answers["verify"].split()[1]) <= 1.0
-    assert answers["critique"].startswith("Offline critique:\n- p (success 0.50): features ")
+    good = ProgramRecord("p", extracted_code(text, "full"), success=0.5)
+    for role in ("critique", "riddle"):
+        said = answer(StrategyBase(), text_request(role, 4, [good]), catalog, others=[good])
+        assert said == answer(StrategyBase(), text_request(role, 4, [good]), catalog, others=[good])
+        assert said.startswith(f"Offline {role}:\n- p (success 0.50): features ") and "```" not in said
+    assert answer(StrategyBase(), text_request("plan"), catalog) == "Offline plan:\nnothing to review"
 
 
 def test_the_thought_is_the_answer_without_its_code():

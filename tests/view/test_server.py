@@ -58,10 +58,14 @@ def test_routes(served: tuple[str, Path]) -> None:
     assert status == 200 and json.loads(body)["parents"][1]["id"] == "it0000-c01"
     status, body, _ = get(base + "/api/stamp")
     assert status == 200 and json.loads(body)["stamp"] == run["stamp"]
-    # a rollout needs a kept policy (tests/view/test_browser.py rolls out a real one)
-    for pid, says in (("it0001-c01", "no kept policy for 'it0001-c01'"), ("../../etc", "not a program id")):
-        status, body, _ = get(f"{base}/api/rollout?id={pid}")
-        assert status == 404 and says in json.loads(body)["error"]
+    # a rollout needs a kept policy (tests/view/test_browser.py rolls out a real one; test_guard.py the token)
+    token = json.loads(get(base + "/api/session")[1])["token"]
+    for pid, says in (("it0001-c01", "no kept policy for 'it0001-c01'"), ("../../etc", "no program '../../etc'")):
+        req = urllib.request.Request(base + "/api/rollout", method="POST", data=json.dumps({"id": pid}).encode(),
+                                     headers={"Content-Type": "application/json", "X-Limen-Token": token})
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(req, timeout=10)
+        assert err.value.code == 404 and says in json.loads(err.value.read())["error"]
 
 
 @pytest.mark.parametrize("path", [
@@ -79,6 +83,7 @@ def test_nothing_else_is_served(served: tuple[str, Path], path: str) -> None:
 def test_read_only(served: tuple[str, Path]) -> None:
     for method in ("POST", "PUT", "DELETE"):
         assert get(served[0] + "/api/run", method)[0] == 405
+    assert get(served[0] + "/api/rollout?id=it0001-c01")[0] == 405
 
 
 def test_follows_a_live_run(served: tuple[str, Path]) -> None:

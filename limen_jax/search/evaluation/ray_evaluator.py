@@ -82,7 +82,7 @@ class RayEvaluator:
         self._owns_ray = False
         if not ray.is_initialized():
             self._owns_ray = True
-            ray.init(**_init_args(address, actors, cpus_per_actor, init or {}))
+            start_ray(ray, _init_args(address, actors, cpus_per_actor, init or {}))
         res = ray.cluster_resources()
         gpus = float(res.get("GPU", 0.0))
         self.gpus_per_actor = (1.0 if gpus else 0.0) if gpus_per_actor is None else float(gpus_per_actor)
@@ -299,6 +299,55 @@ def check_settings(address: str | None, actors: int | None) -> None:
                          "or ray://HOST:PORT")
     if actors is not None and actors < 1:
         raise ValueError(f"Ray actors (--ray-actors): at least 1, got {actors}")
+
+
+TOKEN_PATH = os.path.join("~", ".ray", "auth_token")  # where Ray keeps its cluster token (RAY_AUTH_TOKEN_PATH aside)
+
+
+def start_ray(ray: Any, args: dict[str, Any]) -> None:
+    """``ray.init(**args)``, keeping what it opens to what was asked.
+
+    A local cluster asked to run on a loopback address (``_node_ip_address``) gets it: Ray
+    replaces a loopback node address with the machine's LAN address and listens on every
+    interface unless it believes it runs on a laptop (its ``ENABLE_RAY_CLUSTER`` switch,
+    off on macOS and Windows), so the switch is off while the cluster starts; then the GCS,
+    the raylet and the workers listen on that address only. The token file Ray writes
+    for a new cluster (``~/.ray/auth_token``, mode 0644 as Ray writes it) is made private
+    (0600) in a private folder: anyone holding it can run code on the cluster.
+    """
+    import ipaddress
+
+    from ray._private import ray_constants
+
+    folder = os.path.dirname(os.path.expanduser(TOKEN_PATH))
+    if not os.path.exists(folder):
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    node_ip = args.get("_node_ip_address")
+    loopback = False
+    if node_ip and "address" not in args:
+        try:
+            loopback = node_ip == "localhost" or ipaddress.ip_address(node_ip).is_loopback
+        except ValueError:
+            loopback = False
+    saved = ray_constants.ENABLE_RAY_CLUSTER
+    if loopback:
+        ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        ray.init(**args)
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved
+    private_token()
+
+
+def private_token() -> None:
+    """The Ray token file readable by its owner only (when there is one and it is ours)."""
+    path = os.path.expanduser(TOKEN_PATH)
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if st.st_uid == os.getuid() and not os.path.islink(path) and st.st_mode & 0o077:
+        os.chmod(path, 0o600)
 
 
 def _init_args(address: str | None, actors: int | None, cpus_per_actor: float, extra: dict[str, Any]) -> dict[str, Any]:

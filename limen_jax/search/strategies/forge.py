@@ -20,6 +20,10 @@ paper's "deeper rewards stop paying"), or at the round cap ``search.iterations``
 Memory (plain JSON, in state.json): the plan, its components, the pool (id, score, depth)
 and the best score seen at each depth. Each child's depth is also written to its
 ``record.metadata["depth"]``; the run directory's depth.png plots success by depth.
+
+Offline (no LLM): the plan names catalog terms and features drawn by their priors; a
+component is the catalog term its plan line names (in backticks) with the required terms;
+the engineer's crossover is both parents' pieces with one term reweighted.
 """
 
 from __future__ import annotations
@@ -32,13 +36,15 @@ from typing import Any
 import numpy as np
 
 from limen_jax.archive import ProgramRecord, program_id
+from limen_jax.llm.offline import Edit, Genome, OfflineAuthor, read_genome, reweighted
 from limen_jax.llm.prompts import build_system, contract
-from limen_jax.llm.templates import render
-from limen_jax.search.base import SearchView, StrategyBase, ask_text
+from limen_jax.search.base import OfflineRequest, SearchView, StrategyBase, ask_text
 from limen_jax.search.requests import Outcome, ProgramRequest, Request, TextRequest
+from limen_jax.search.templates import render
 
-_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*])\s+(.*\S)\s*$")
+_ITEM = re.compile(r"(?:\d+[.)]|[-*])\s+(.+)")  # on a stripped line: no two repeats share a character
 MAX_COMPONENT_CHARS = 300  # a planned component is one sentence; a longer line is cut
+MAX_PLAN_CHARS = 200_000  # of a plan parsed (a plan is a few lines)
 
 
 def pair_probabilities(scores: Sequence[float], epsilon: float = 0.0) -> tuple[list[tuple[int, int]], np.ndarray]:
@@ -73,8 +79,8 @@ def parse_components(text: str, limit: int) -> list[str]:
     """The planner's numbered or bulleted lines, at most ``limit``; each cut to
     MAX_COMPONENT_CHARS and with code fences defused (it is shown in a later prompt)."""
     found = []
-    for line in text.splitlines():
-        match = _ITEM.match(line)
+    for line in text[:MAX_PLAN_CHARS].splitlines():
+        match = _ITEM.match(line.strip()[:4 * MAX_COMPONENT_CHARS])
         if match:
             found.append(match.group(1).replace("```", "'''")[:MAX_COMPONENT_CHARS])
     return found[:limit]
@@ -141,7 +147,7 @@ class Forge(StrategyBase):
             return [ask_text(view, rng, 0, "plan", system=render("forge_planner_system") + "\n", user=user)]
         if phase == "components":
             return [self._program(view, rng, k, render("forge_component", **task, **fixed, component=c),
-                                  "component", ()) for k, c in enumerate(self.components)]
+                                  "component", (), component=c) for k, c in enumerate(self.components)]
         pairs, probs = pair_probabilities([e["score"] for e in self.pool], self.options.epsilon)
         out: list[Request] = []
         for k in range(view.candidates):
@@ -159,12 +165,15 @@ class Forge(StrategyBase):
         return {f"id_{key}": record.id, f"code_{key}": record.code.rstrip(), f"score_{key}": score}
 
     def _program(self, view: SearchView, rng: np.random.Generator, k: int, user: str, operator: str,
-                 parents: Sequence[dict[str, Any]]) -> ProgramRequest:
+                 parents: Sequence[dict[str, Any]], component: str | None = None) -> ProgramRequest:
+        tag: dict[str, Any] = {"depth": child_depth([p["depth"] for p in parents])}
+        if component is not None:
+            tag["component"] = component
         return ProgramRequest(
             id=program_id(view.iteration, view.first_index + k), iteration=view.iteration, island=0,
             operator=operator, parent_ids=tuple(p["id"] for p in parents), context_ids=(),
             system=build_system(view.mode), user=user + "\n", sections=(), rng_seed=int(rng.integers(2**31 - 1)),
-            tag={"depth": child_depth([p["depth"] for p in parents])},
+            tag=tag,
         )
 
     # --- being told -------------------------------------------------------------------
@@ -191,6 +200,30 @@ class Forge(StrategyBase):
     def done(self, view: SearchView) -> str | None:
         return stalled(self.best_by_depth, self.options.patience)
 
+    # --- offline answers ----------------------------------------------------------------
+    def offline_text(self, request: OfflineRequest) -> str:
+        """The plan: up to three numbered components, each a catalog term and a feature
+        drawn by their priors (what an author would try)."""
+        author = request.author
+        terms = author.draw(request.rng, [t.name for t in author.catalog.terms], min(3, len(author.catalog.terms)), "t")
+        feats = author.draw(request.rng, [f.name for f in author.catalog.features],
+                            min(3, len(author.catalog.features)), "f")
+        lines = [f"{i + 1}. reward term `{t}` with observation feature `{f}`"
+                 for i, (t, f) in enumerate(zip(terms, feats + terms[len(feats):]))]
+        return "Offline plan:\n" + "\n".join(lines)
+
+    def offline_program(self, request: OfflineRequest) -> str | None:
+        asked = request.request
+        if not isinstance(asked, ProgramRequest) or asked.operator not in ("component", "combine"):
+            return None
+        if asked.operator == "component":
+            genome, ops = component(request.author, str(asked.tag.get("component", "")), request.rng)
+        else:
+            parent = read_genome(request.parent.code) if request.parent is not None else None
+            others = [g for g in (read_genome(r.code) for r in request.others) if g is not None]
+            genome, ops = combine(request.author, parent, others, request.rng)
+        return request.author.edit(genome, ops, request.mode)
+
     # --- memory -----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {"plan": self.plan, "components": list(self.components), "pool": [dict(e) for e in self.pool],
@@ -201,3 +234,35 @@ class Forge(StrategyBase):
         self.components = [str(c) for c in state["components"]]
         self.pool = [dict(e) for e in state["pool"]]
         self.best_by_depth = {int(d): float(s) for d, s in state["best_by_depth"].items()}
+
+
+def component(author: OfflineAuthor, planned: str, rng: np.random.Generator) -> Edit:
+    """The offline engineer's one planned component: the catalog term the plan line
+    ``planned`` names in backticks (drawn by prior when it names none) and the required
+    terms; as observation, the features the line names, the required ones and a
+    from-scratch draw (an engineer writing one reward term still writes a whole
+    observation, and the term may need features the plan did not name)."""
+    cat = author.catalog
+    named = re.findall(r"`(\w+)`", planned)
+    term = next((n for n in named if n in {t.name for t in cat.terms}), None)
+    term = term or author.draw(rng, [t.name for t in cat.terms], 1, "t")[0]
+    drawn = author.random_genome(rng)["features"]
+    feats = {*cat.required_features, *(n for n in named if n in author.order), *drawn}
+    terms = {name: cat.term(name).weight for name in (*cat.required_terms, term)}
+    return {"features": sorted(feats, key=author.order.__getitem__), "terms": terms}, [f"component:{term}"]
+
+
+def combine(author: OfflineAuthor, parent: Genome | None, others: list[Genome], rng: np.random.Generator) -> Edit:
+    """The offline engineer's crossover: both parents' features and terms (a term both
+    hold keeps the mean weight), then one term reweighted, as an engineer balancing the
+    merged terms."""
+    if parent is None or not others:
+        return author.random_genome(rng), ["from_scratch"]
+    other = others[0]
+    terms = {**other["terms"], **parent["terms"]}
+    for name in set(parent["terms"]) & set(other["terms"]):
+        terms[name] = float(f"{(parent['terms'][name] + other['terms'][name]) / 2:.3g}")
+    name = str(rng.choice(sorted(terms)))
+    terms[name] = reweighted(terms[name], rng)
+    features = sorted({*parent["features"], *other["features"]}, key=author.order.__getitem__)
+    return {"features": features, "terms": terms}, ["combine", f"reweight:{name}"]

@@ -24,10 +24,10 @@ import numpy as np
 
 from limen_jax.archive import ProgramRecord, program_id
 from limen_jax.llm.prompts import build_system
-from limen_jax.llm.templates import render
 from limen_jax.search.base import SearchView, StrategyBase, evaluate
 from limen_jax.search.evaluation.demo_ranking import hard_pairs
 from limen_jax.search.requests import Outcome, ProgramRequest, Request
+from limen_jax.search.templates import render
 
 FITNESS = ("demos", "ppo")
 SCORE_LABEL = {"demos": "Ranking accuracy", "ppo": "Success rate"}  # the parent's fitness, as the prompt names it

@@ -20,6 +20,11 @@ Batches alternate between two phases, so that every prompt sees every answer bef
 The tree is plain data in the checkpoint (``to_dict``), so ``--resume`` continues it. Fitness
 in the archive stays mean success; v_self and the node's UCT at selection go to
 ``record.metadata["scores"]``. The run stops once ``budget`` programs were expanded.
+
+Offline (no LLM), each operator edits its parent's catalog genome as its name says
+(:data:`OFFLINE_OPERATORS`: m1 one structural edit, m2 every weight retuned, c3 and r4 a
+crossover with each shown node, d5 a program avoiding the shown nodes' terms); the
+self-verification scores the terms' priors and the alignment summarises the genome.
 """
 
 from __future__ import annotations
@@ -33,20 +38,25 @@ import numpy as np
 
 from limen_jax.archive import ProgramRecord
 from limen_jax.llm.feedback import reward_terms_text
+from limen_jax.llm.offline import Edit, Genome, OfflineAuthor, read_genome, reweighted
 from limen_jax.llm.reflection import reflection
-from limen_jax.llm.templates import load_template, render
-from limen_jax.search.base import SearchView, StrategyBase, ask_program, ask_text
+from limen_jax.search.base import OfflineRequest, SearchView, StrategyBase, ask_program, ask_text
 from limen_jax.search.requests import Outcome, ProgramRequest, Request, TextRequest
 from limen_jax.search.sections import insert_section, plain
 from limen_jax.search.strategies import mcts_tree as T
+from limen_jax.search.templates import load_template, render
 
-_SCORE = re.compile(r"score\s*[:=]?\s*\**\s*([-+]?\d*\.?\d+)", re.I)
-_NUMBER = re.compile(r"[-+]?\d*\.?\d+")
+# "score", an optional ":" or "=", optional bold stars, a number; no two neighbouring repeats
+# can take the same character, so the time is linear in the answer
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)")
+_SCORE = re.compile(r"score\s*(?:[:=]\s*)?(?:\*+\s*)?(" + _NUMBER.pattern + ")", re.I)
+MAX_ANSWER = 200_000  # characters of a verification answer parsed (it is a few lines)
 
 
 def parse_v_self(text: str) -> float:
     """The score in a self-verification answer: the number after the last "score", else
     the last number in the text, clipped to [-1, 1]; 0 when there is none."""
+    text = text[-MAX_ANSWER:]  # the end holds the last score
     found = _SCORE.findall(text) or _NUMBER.findall(text)
     if not found:
         return 0.0
@@ -60,7 +70,7 @@ def parse_v_self(text: str) -> float:
 def first_line(text: str, limit: int = 300) -> str:
     """A design thought from an answer's prose: its first non-empty line, without a
     "Thought:" label, cut at ``limit`` characters."""
-    for line in text.splitlines():
+    for line in text[:MAX_ANSWER].splitlines():
         line = line.strip().strip("*").strip()
         if line:
             return re.sub(r"^thought\s*:\s*", "", line, flags=re.I)[:limit]
@@ -245,6 +255,31 @@ class TreeSearch(StrategyBase):
         elif request.role == "align" and first_line(outcome.text):
             node.thought = first_line(outcome.text)
 
+    # --- offline answers ----------------------------------------------------------------
+    def offline_text(self, request: OfflineRequest) -> str:
+        """self_verify: v_self = tanh of the log mean prior of the context programs' terms;
+        align: the thought as the genome's summary."""
+        role = request.request.role if isinstance(request.request, TextRequest) else ""
+        genomes = [g for g in (read_genome(r.code) for r in request.others) if g is not None]
+        if role == "self_verify":
+            odds = [request.author.priors["t"].get(t, 1.0) for g in genomes for t in g["terms"]]
+            return f"score: {float(np.tanh(np.log(np.mean(odds)))) if odds else 0.0:.3f}"
+        if role == "align":
+            genome = read_genome(request.others[0].code) if request.others else None
+            return (f"Observe {', '.join(genome['features'])}; reward {', '.join(genome['terms'])}."
+                    if genome else "A program without catalog pieces.")
+        return super().offline_text(request)
+
+    def offline_program(self, request: OfflineRequest) -> str | None:
+        operator = OFFLINE_OPERATORS.get(request.request.operator) if isinstance(request.request, ProgramRequest) \
+            else None
+        if operator is None:  # the first level and repairs: the generic operators
+            return None
+        parent = read_genome(request.parent.code) if request.parent is not None else None
+        others = [g for g in (read_genome(r.code) for r in request.others) if g is not None]
+        genome, ops = operator(request.author, parent, others, request.rng)
+        return request.author.edit(genome, ops, request.mode)
+
     # --- memory -----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {"tree": [n.to_dict() for n in self.tree.values()], "t": self.t, "phase": self.phase,
@@ -268,3 +303,66 @@ def _nodes(tree: T.Tree, ids: Sequence[str], records: Sequence[ProgramRecord]) -
         blocks.append(render("mcts_node", id=record.id, thought=tree[node_id].thought or "(none stated)",
                              success_rate=success, terms=reward_terms_text(record), code=record.code.rstrip()))
     return "\n\n".join(blocks)
+
+
+# --- offline operators: (author, parent genome or None, shown genomes, rng) -> (genome, edits)
+def restructure(author: OfflineAuthor, parent: Genome | None, others: list[Genome], rng: np.random.Generator) -> Edit:
+    """One structural edit: add a piece (a term, or a feature where the mode renders them)
+    or drop one, never the required ones nor the last dense term."""
+    genome = parent or author.random_genome(rng)
+    cat, features, terms = author.catalog, list(genome["features"]), dict(genome["terms"])
+    dense = [t for t in terms if t in cat.dense_terms]
+    moves = [("add_term", n) for n in (t.name for t in cat.terms) if n not in terms]
+    moves += [("remove_term", n) for n in terms if n not in cat.required_terms and dense != [n]]
+    moves += [("add_feature", f.name) for f in cat.features if f.name not in features]
+    moves += [("remove_feature", n) for n in features if n not in cat.required_features and len(features) > 1]
+    if not moves:
+        return retune(author, genome, others, rng)
+    op, name = moves[int(rng.integers(len(moves)))]
+    if op == "add_term":
+        terms[name] = cat.term(name).weight
+    elif op == "remove_term":
+        del terms[name]
+    elif op == "add_feature":
+        features.append(name)
+    else:
+        features.remove(name)
+    return {"features": sorted(features, key=author.order.__getitem__), "terms": terms}, [f"{op}:{name}"]
+
+
+def retune(author: OfflineAuthor, parent: Genome | None, others: list[Genome], rng: np.random.Generator) -> Edit:
+    """Every term's weight times exp(N(0, 0.5)); the pieces stay."""
+    genome = parent or author.random_genome(rng)
+    terms = {n: reweighted(w, rng) for n, w in genome["terms"].items()}
+    return {**genome, "terms": terms}, [f"reweight:{n}" for n in terms]
+
+
+def cross(author: OfflineAuthor, parent: Genome | None, others: list[Genome], rng: np.random.Generator) -> Edit:
+    """The parent crossed with each of ``others`` in turn (elites, or ancestors)."""
+    genome, ops = parent or author.random_genome(rng), []
+    if not others:
+        return author.mutate(genome, rng)
+    for other in others:
+        genome, done = author.mutate(genome, rng, other)
+        ops += done
+    return genome, ops
+
+
+def diverge(author: OfflineAuthor, parent: Genome | None, others: list[Genome], rng: np.random.Generator) -> Edit:
+    """A from-scratch genome whose terms avoid every term of the parent and ``others``
+    (the required terms stay; a dense term stays when every one is taken)."""
+    cat = author.catalog
+    used = {t for g in [*others, *([parent] if parent else [])] for t in g["terms"]}
+    genome = author.random_genome(rng)
+    free = [t.name for t in cat.terms if t.name not in used]
+    free_dense = [t for t in free if t in cat.dense_terms]
+    terms = {n: cat.term(n).weight for n in cat.required_terms}
+    terms.update({n: cat.term(n).weight for n in author.draw(rng, free_dense, 1, "t")})
+    if not any(t in cat.dense_terms for t in terms):
+        terms.update({n: w for n, w in genome["terms"].items() if n in cat.dense_terms})
+    terms.update({n: cat.term(n).weight for n in author.draw(rng, [t for t in free if t not in terms], 1, "t")})
+    return {**genome, "terms": terms}, [f"diverge:{','.join(terms)}"]
+
+
+OFFLINE_OPERATORS = {"m1_restructure": restructure, "m2_retune": retune, "c3_crossover": cross,
+                     "r4_reason": cross, "d5_diverge": diverge}

@@ -22,7 +22,8 @@ more or fewer programs than its slots (forge's plan batch asks text only, its co
 batch one program per component). Outcomes go back to the member that asked, by request
 id. Lookahead is the least of the members'; the portfolio is done when every member is.
 Memory: each member's own ``to_dict`` (nested), the improvements per member, and the
-owner of each request in flight.
+owner of each request in flight. Offline, a request is answered by the member that asked
+(its ``offline_text`` / ``offline_program``).
 
 Members' options: ``member_options`` maps a member's name to its own ``search.options``
 (``{"mcts": {"first_level": 3}}``; from the CLI ``--set
@@ -39,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from limen_jax.search.base import SearchView, StrategyBase
+from limen_jax.search.base import OfflineRequest, SearchView, StrategyBase
 from limen_jax.search.requests import Outcome, ProgramRequest, Request
 from limen_jax.search.strategy_registry import check_options, make_strategy, strategy_class, strategy_names
 
@@ -189,6 +190,17 @@ class Portfolio(StrategyBase):
 
     def done(self, view: SearchView) -> str | None:
         return "every member is done" if not self._active(view) else None
+
+    def _asker(self, request: OfflineRequest) -> Any:
+        name = self.owner.get(request.request.id)
+        return self.members[name] if name in self.members else super()
+
+    def offline_text(self, request: OfflineRequest) -> str:
+        return str(self._asker(request).offline_text(request))
+
+    def offline_program(self, request: OfflineRequest) -> str | None:
+        answer = self._asker(request).offline_program(request)
+        return None if answer is None else str(answer)
 
     def to_dict(self) -> dict[str, Any]:
         return {"members": {m: s.to_dict() for m, s in self.members.items()},

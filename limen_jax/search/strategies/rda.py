@@ -25,6 +25,15 @@ Batch 0 asks for the decomposition (``decompose``). The run ends after ``iterati
 iterations (so ``search.iterations`` must allow ``4 * iterations`` batches). Memory
 (subtasks, stage, candidates, critiques, the best) is plain JSON, restored on --resume.
 Selection by critic aggregate; task success still feeds the archive and ``compare``.
+
+Offline (no LLM), the answers come in the formats the prompts ask for, so they go through
+the same parsers as an LLM's: the decomposition is the catalog's dense shaping terms, then
+its required terms, one subtask each, named after the term (what a catalog knows of the
+task's stages); the critic scores a subtask 1 in an episode when its term summed above
+:data:`CRITIC_THRESHOLD` there (read from the candidate's ``episodes`` log), else 0; the
+reflection sharpens each description with that test. The programs: ``rda_initial`` a
+reward with one named term per offline subtask, ``rda_rewrite`` every term of its parent
+reweighted, names kept (both a dict reward: the genome is marked ``named``).
 """
 
 from __future__ import annotations
@@ -35,12 +44,15 @@ from typing import Any
 
 import numpy as np
 
+from limen_jax.catalog import Catalog
 from limen_jax.interface import MAX_REWARD_TERMS
-from limen_jax.search.base import SearchView, StrategyBase, ask_program, ask_text, evaluate
-from limen_jax.search.requests import Outcome, Request
+from limen_jax.llm.offline import Edit, Genome, OfflineAuthor, read_genome, reweighted
+from limen_jax.search.base import OfflineRequest, SearchView, StrategyBase, ask_program, ask_text, evaluate
+from limen_jax.search.requests import Outcome, ProgramRequest, Request, TextRequest
 from limen_jax.search.strategies import rda_text as text
 
 STAGES = ("decompose", "programs", "episodes", "critic", "reflect", "done")
+CRITIC_THRESHOLD = 0.0  # offline, a subtask passed in an episode when its term summed above this
 
 
 class Decompose(StrategyBase):
@@ -181,6 +193,22 @@ class Decompose(StrategyBase):
         best = f"best by critic {self.best['id']} ({self.best['aggregate']:.2f})" if self.best else "no critique"
         return f"rda: {self.options.iterations} iterations; {best}"
 
+    # --- offline answers -------------------------------------------------------------------
+    def offline_text(self, request: OfflineRequest) -> str:
+        role = request.request.role if isinstance(request.request, TextRequest) else ""
+        if role not in ("decompose", "critic", "reflect_subtasks"):
+            return super().offline_text(request)
+        return offline_text(request.author.catalog, role, list(request.others))
+
+    def offline_program(self, request: OfflineRequest) -> str | None:
+        asked = request.request
+        if not isinstance(asked, ProgramRequest) or asked.operator not in ("rda_initial", "rda_rewrite"):
+            return None
+        parent = read_genome(request.parent.code) if request.parent is not None else None
+        genome, ops = (rewrite_genome(request.author, parent, request.rng) if asked.operator == "rda_rewrite"
+                       else initial_genome(request.author, request.rng))
+        return request.author.edit(genome, ops, request.mode)
+
     # --- memory -----------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {"stage": self.stage, "round": self.round, "subtasks": self.subtasks, "candidates": self.candidates,
@@ -216,3 +244,51 @@ def _log(record: Any) -> dict[str, Any]:
     """The record's ``episodes`` log, or {} when it has none (or an error)."""
     log = record.evaluations.get("episodes")
     return log if log and "episodes" in log else {}
+
+
+# --- offline answers ----------------------------------------------------------------------
+def subtask_terms(catalog: Catalog) -> list[str]:
+    """The offline subtasks: dense terms (the approach), then required ones (the goal)."""
+    dense = [t for t in catalog.dense_terms if t not in catalog.required_terms]
+    return dense + list(catalog.required_terms)
+
+
+def _kind(catalog: Catalog, name: str) -> str:
+    return "required" if name in catalog.required_terms else "dense shaping"
+
+
+def offline_text(catalog: Catalog, role: str, others: list[Any]) -> str:
+    """The offline text for an RDA ``role``; ``others`` are the request's context records."""
+    names = subtask_terms(catalog)
+    if role == "decompose":
+        lines = [f"{i + 1}. {n}: bring about what the catalog's {_kind(catalog, n)} term `{n}` rewards"
+                 for i, n in enumerate(names)]
+        return "Offline decomposition:\n" + "\n".join(lines)
+    if role == "reflect_subtasks":
+        lines = [f"{i + 1}. {n}: bring about what the catalog's {_kind(catalog, n)} term `{n}` rewards; "
+                 f"done in an episode when `{n}` sums above {CRITIC_THRESHOLD:g}" for i, n in enumerate(names)]
+        return "Offline reflection:\n" + "\n".join(lines)
+    log = (others[0].evaluations.get("episodes", {}) if others else {}) or {}
+    lines = []
+    for e, episode in enumerate(log.get("episodes", [])):
+        for name, total in episode["sums"].items():
+            passed = total > CRITIC_THRESHOLD
+            lines.append(f"episode {e + 1}, {name}: {int(passed)} | term sum {total:.4g} "
+                         f"{'>' if passed else '<='} {CRITIC_THRESHOLD:g}")
+    return "Offline critique:\n" + ("\n".join(lines) if lines else "no episodes to score")
+
+
+def initial_genome(author: OfflineAuthor, rng: np.random.Generator) -> Edit:
+    """A from-scratch genome whose terms are the offline subtasks, at catalog weights."""
+    cat = author.catalog
+    genome = author.random_genome(rng)
+    genome["terms"] = {n: cat.term(n).weight for n in subtask_terms(cat)}
+    return {**genome, "named": True}, ["rda_initial"]
+
+
+def rewrite_genome(author: OfflineAuthor, parent: Genome | None, rng: np.random.Generator) -> Edit:
+    """Every term of ``parent`` reweighted by a log-normal factor (sigma 0.5), names kept."""
+    if parent is None:
+        return initial_genome(author, rng)
+    terms = {n: reweighted(w, rng) for n, w in parent["terms"].items()}
+    return {**parent, "terms": terms, "named": True}, ["rda_rewrite"]

@@ -14,16 +14,32 @@ from typing import Any
 
 import numpy as np
 
-from limen_jax.llm.templates import load_template, render
+from limen_jax.search.templates import load_template, render
 
 Subtask = dict[str, str]
 STEPS_SHOWN = 20  # per-step rows per episode in the critic's prompt (the paper's critic sees 20 frames)
 MAX_LINE = 300  # characters of an untrusted line kept
+MAX_ANSWER = 200_000  # characters of an answer parsed (a decomposition or critique is a few KB)
+MAX_PARSED_LINE = 2_000  # characters of one answer line matched
+# Matched one stripped line at a time, and written so that no two neighbouring repeats can
+# take the same character: the time is linear in the answer, whatever the answer holds.
 _NAME = r"([A-Za-z_][A-Za-z0-9_]{0,31})"
-_SUBTASK_LINE = re.compile(rf"^\s*\d+\s*[.)]\s*[*`\"']*{_NAME}[*`\"']*\s*[:\-\u2013\u2014]+\s*(.+?)\s*$", re.M)
+_SUBTASK_LINE = re.compile(rf"\d+\s*[.)]\s*[*`\"']*{_NAME}[*`\"']*\s*[:\-\u2013\u2014]+\s*(.+)")
 _CRITIC_LINE = re.compile(
-    rf"episode\s*#?\s*(\d+)\W+?[*`\"']*{_NAME}[*`\"']*\s*[:=\-\u2013\u2014]+\s*(\d*\.?\d+)\s*(?:[|:;,\-\u2013\u2014]\s*(.*))?$",
-    re.I | re.M)
+    rf"episode\s*(?:#\s*)?(\d{{1,9}})\W+{_NAME}[*`\"']*\s*[:=\-\u2013\u2014]+\s*(\d+(?:\.\d+)?|\.\d+)\s*"
+    r"(?:[|:;,\-\u2013\u2014]\s*(.*))?$",
+    re.I)
+
+
+def _lines(text: str | None) -> list[str]:
+    """An answer's lines, stripped, each cut to MAX_PARSED_LINE, of its first MAX_ANSWER characters."""
+    return [line.strip()[:MAX_PARSED_LINE] for line in (text or "")[:MAX_ANSWER].split("\n")]
+
+
+def _subtask_lines(text: str | None) -> list[tuple[str, str]]:
+    """(name, description) of each ``N. name: description`` line."""
+    found = (_SUBTASK_LINE.match(line) for line in _lines(text))
+    return [(m.group(1), m.group(2)) for m in found if m]
 
 
 def one_line(text: str) -> str:
@@ -43,7 +59,7 @@ def parse_subtasks(text: str, max_subtasks: int) -> list[Subtask]:
     """The numbered ``N. name: description`` lines of ``text``, in order; names are
     lower-cased, duplicates dropped, at most ``max_subtasks`` kept ([] when none parse)."""
     out: list[Subtask] = []
-    for name, description in _SUBTASK_LINE.findall(text or ""):
+    for name, description in _subtask_lines(text):
         name = name.lower()
         if name not in {s["name"] for s in out} and len(out) < max_subtasks:
             out.append({"name": name, "description": one_line(description)})
@@ -54,7 +70,7 @@ def reflect(subtasks: Sequence[Subtask], text: str) -> list[Subtask]:
     """``subtasks`` with each description the answer gives for its name (the first such
     line); names, order and count never change, unanswered ones keep their description."""
     given: dict[str, str] = {}
-    for name, description in _SUBTASK_LINE.findall(text or ""):
+    for name, description in _subtask_lines(text):
         given.setdefault(name.lower(), one_line(description))
     return [{"name": s["name"], "description": given.get(s["name"]) or s["description"]} for s in subtasks]
 
@@ -67,7 +83,11 @@ def parse_critic(text: str, names: Sequence[str], episodes: int) -> tuple[np.nda
     scores = np.zeros((episodes, len(names)))
     reasons = [["not scored"] * len(names) for _ in range(episodes)]
     seen: set[tuple[int, int]] = set()
-    for ep, name, score, reason in _CRITIC_LINE.findall(text or ""):
+    for line in _lines(text):
+        found = _CRITIC_LINE.search(line)
+        if found is None:
+            continue
+        ep, name, score, reason = found.groups(default="")
         e, j = int(ep) - 1, index.get(name.lower())
         if j is None or not 0 <= e < episodes or (e, j) in seen:
             continue

@@ -1,4 +1,5 @@
 // limen_jax run viewer. Data comes from the server's JSON API (api/run, api/program, api/stamp)
+// (a rollout is a POST to api/rollout with the token api/session gives this page)
 // or, in a --static file, from the <script id="limen-data" type="application/json"> block.
 // Everything from the run (code, prompts, replies, thoughts, ids) is untrusted: it reaches the
 // DOM only through textContent, and reaches Plotly only through esc().
@@ -80,6 +81,12 @@
     const r = await fetch(url, { cache: "no-store" });
     if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
     return r.json();
+  }
+  let token = null;  // the session's token: only a page the server served can read it
+  async function postJSON(url, body) {
+    if (token === null) token = (await getJSON("api/session")).token;
+    return fetch(url, { method: "POST", cache: "no-store", headers: { "Content-Type": "application/json",
+      "X-Limen-Token": token }, body: JSON.stringify(body) });
   }
   function loadRun() {
     if (bundle) return Promise.resolve(bundle);
@@ -351,8 +358,15 @@
     button.addEventListener("click", async () => {
       button.disabled = true;
       out.replaceChildren(el("p", { class: "hint", text: "rolling out: checking the program, compiling, running ..." }));
-      const r = await fetch("api/rollout?id=" + encodeURIComponent(id), { cache: "no-store" });
-      const body = await r.json();
+      let r, body;
+      try {
+        r = await postJSON("api/rollout", { id });
+        body = await r.json();
+      } catch (err) {
+        out.replaceChildren(el("p", { class: "error", text: `the rollout failed: ${err.message || err}` }));
+        button.disabled = false;
+        return;
+      }
       if (!r.ok) { out.replaceChildren(el("p", { class: "error", text: body.error })); button.disabled = false; return; }
       const rows = [["success", fmt(body.success, 3)], ["return", fmt(body.return, 4)], ["length", fmt(body.length, 1)],
         ...Object.entries(body.terms).map(([k, v]) => [`term ${k}`, fmt(v, 4)]), ["seed", body.seed], ["seconds", body.seconds]];

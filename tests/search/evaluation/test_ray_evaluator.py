@@ -76,7 +76,9 @@ def test_the_evolve_cli_runs_a_search_through_ray_end_to_end(tmp_path):
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+    from limen_jax.search.evaluation.ray_evaluator import start_ray
+
+    start_ray(ray, dict(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False))
     yield
     ray.shutdown()
 

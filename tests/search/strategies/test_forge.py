@@ -12,16 +12,17 @@ import numpy as np
 import pytest
 from cli_runs import assert_same_programs, checkpoint, checkpointed, kill_and_resume
 from fake_anthropic import FakeAnthropic, Reply
+from offline_answers import answer as offline
+from offline_answers import program_request
 from test_evolve import toy_config
 from toy_task import ToyCorridor
 
 import limen_jax as lj
 from limen_jax.archive import Archive, ArchiveConfig, ProgramRecord
-from limen_jax.llm import MutationRequest
-from limen_jax.llm.anthropic_client import AnthropicMutator, RetryPolicy
-from limen_jax.llm.offline import OfflineMutator, read_genome
+from limen_jax.llm.anthropic_client import AnthropicClient
+from limen_jax.llm.offline import OfflineAuthor, read_genome
 from limen_jax.llm.prompts import budget_text, build_system, contract
-from limen_jax.llm.templates import render
+from limen_jax.llm.retry import RetryPolicy
 from limen_jax.plots import plot_depth
 from limen_jax.program import Limits
 from limen_jax.run.start import resume
@@ -30,12 +31,14 @@ from limen_jax.search.requests import Outcome, ProgramRequest
 from limen_jax.search.strategies.forge import (
     Forge,
     child_depth,
+    combine,
     insert,
     pair_probabilities,
     parse_components,
     stalled,
 )
 from limen_jax.search.strategy_registry import check_options
+from limen_jax.search.templates import render
 
 
 def scored(pid: str, success: float | None, error: dict | None = None) -> ProgramRecord:
@@ -127,18 +130,19 @@ def test_options_are_checked_and_max_return_says_why_it_is_not_there():
 
 
 def test_the_offline_planner_and_engineer_write_single_components_and_their_union():
-    mutator = OfflineMutator(ToyCorridor().offline_catalog())
-    prompt = ("## Environment\ncorridor `goal`\n\n"
-              "Component to write: reward term `approach` with observation feature `side`\n")
-    answer = mutator.propose(MutationRequest("s", prompt, "toy_corridor", operator="component", rng_seed=3))
-    genome = read_genome(answer.text)
+    catalog = ToyCorridor().offline_catalog()
+    author = OfflineAuthor(catalog)
+    planned = "reward term `approach` with observation feature `side`"
+    # the component comes from what forge asked (its request's tag), never from the prompt's text
+    asked = program_request("component", 3, tag={"component": planned, "depth": 0})
+    genome = read_genome(offline(Forge(), asked, catalog))
     # one term (and the required goal); as observation the named feature and a from-scratch draw
-    drawn = mutator.random_genome(np.random.default_rng(3))["features"]
+    drawn = author.random_genome(np.random.default_rng(3))["features"]
     assert genome["terms"] == {"goal": 1.0, "approach": 0.1}
     assert set(genome["features"]) == {"side", *drawn} and len(drawn) >= 1
     a = {"features": ["pos"], "terms": {"goal": 1.0, "approach": 0.1}}
     b = {"features": ["goal", "pos"], "terms": {"goal": 3.0, "step_cost": 0.01}}
-    child, ops = mutator.combine(a, [b], np.random.default_rng(0))
+    child, ops = combine(author, a, [b], np.random.default_rng(0))
     assert child["features"] == ["pos", "goal"] and set(child["terms"]) == {"goal", "approach", "step_cost"}
     unchanged = {k: v for k, v in child["terms"].items() if f"reweight:{k}" not in ops}
     assert ops[0] == "combine" and len(unchanged) == 2
@@ -153,10 +157,9 @@ def test_in_reward_only_mode_each_component_asks_for_a_reward_alone():
     (request,) = forge.propose(view, np.random.default_rng(0))
     assert request.system == build_system("reward_only") and "get_observation(state)" not in request.user
     assert "Write compute_reward(state, action, next_state) implementing exactly one" in request.user
-    mutator = OfflineMutator(ToyCorridor().offline_catalog())
-    answer = mutator.propose(MutationRequest(request.system, request.user, "toy_corridor", mode="reward_only",
-                                             operator=request.operator, rng_seed=request.rng_seed))
-    assert "def get_observation" not in answer.text and "t_approach" in answer.text
+    assert request.tag["component"] == forge.components[0]
+    answer = offline(forge, request, ToyCorridor().offline_catalog(), mode="reward_only")
+    assert "def get_observation" not in answer and "t_approach" in answer
 
 
 def test_the_depth_plot_shows_the_best_success_at_each_depth_of_records_that_have_one(tmp_path):
@@ -255,8 +258,8 @@ def test_each_role_sees_what_the_paper_gives_it_as_sent_to_the_api(tmp_path):
     config = toy_config(search={"iterations": 2, "candidates": 2, "seeds": 2, "strategy": "forge",
                                 "options": {"components": 3}})
     with FakeAnthropic(responder=fake_model()) as fake:
-        mutator = AnthropicMutator(api_key="test-key", base_url=fake.url, timeout=30.0,
-                                   retry=RetryPolicy(max_retries=1, base_delay=0.01))
+        mutator = AnthropicClient(api_key="test-key", base_url=fake.url, timeout=30.0,
+                                  retry=RetryPolicy(max_retries=1, base_delay=0.01))
         run = lj.evolve("toy_corridor", config, run_dir=tmp_path / "llm", mutator=mutator, verbose=False)
     sent = [(r["body"]["system"], r["body"]["messages"][0]["content"]) for r in fake.requests]
     task = ToyCorridor()

@@ -14,18 +14,19 @@ import numpy as np
 import pytest
 from cli_runs import kill_9, logged, resume_cli
 from fake_anthropic import FakeAnthropic, Reply
+from offline_answers import answer as offline
+from offline_answers import program_request, text_request
 from test_evolve import toy_config
 from toy_task import ToyCorridor
 
 import limen_jax as lj
 from limen_jax.archive import Archive, ProgramRecord
-from limen_jax.llm.offline import OfflineMutator, render
+from limen_jax.llm.offline import OfflineAuthor, render
 from limen_jax.llm.prompts import build_system
-from limen_jax.run.ask import mutation_request
 from limen_jax.search import SearchView
 from limen_jax.search.requests import Outcome, ProgramRequest, TextRequest
 from limen_jax.search.strategies import mcts_tree as T
-from limen_jax.search.strategies.mcts import TreeSearch, parse_v_self
+from limen_jax.search.strategies.mcts import TreeSearch, cross, diverge, parse_v_self, restructure, retune
 
 
 def hand_tree() -> T.Tree:
@@ -161,12 +162,12 @@ def hand_view(iteration: int = 3) -> SearchView:
 
 def sent(requests, view) -> list[dict]:
     """Each request as the Anthropic client sends it to a fake Messages API: the bodies."""
-    from limen_jax.llm.anthropic_client import AnthropicMutator
+    from limen_jax.llm.anthropic_client import AnthropicClient
 
     with FakeAnthropic(default=Reply("ok")) as fake:
-        client = AnthropicMutator(api_key="test-key", base_url=fake.url, timeout=5)
+        client = AnthropicClient(api_key="test-key", base_url=fake.url, timeout=5)
         for r in requests:
-            client.propose(mutation_request(r, view.store, TASK.name, "full"))
+            client.complete(r.system, r.user, (), r.rng_seed)
     return [req["body"] for req in fake.requests]
 
 
@@ -391,23 +392,28 @@ def test_cli_run_killed_with_9_then_resumed_continues_the_identical_tree(whole, 
 
 
 def test_offline_operators_do_what_their_names_say():
-    m = OfflineMutator(CATALOG)
+    m = OfflineAuthor(CATALOG)
     rng = np.random.default_rng(0)
     parent = GENOMES["p2"]
     for _ in range(20):
-        child, ops = m.restructure(parent, [], rng)
+        child, ops = restructure(m, parent, [], rng)
         assert len(ops) == 1 and ops[0].split(":")[0] in ("add_term", "remove_term", "add_feature", "remove_feature")
         changed = (set(child["terms"]) ^ set(parent["terms"])) | (set(child["features"]) ^ set(parent["features"]))
         assert len(changed) == 1
-        child, _ = m.retune(parent, [], rng)
+        child, _ = retune(m, parent, [], rng)
         assert set(child["terms"]) == set(parent["terms"]) and child["features"] == parent["features"]
-        child, _ = m.diverge(parent, [GENOMES["p1"]], rng)
+        child, _ = diverge(m, parent, [GENOMES["p1"]], rng)
         # shares no optional term with the shown nodes; the required goal stays, and a dense term
         assert "step_cost" not in child["terms"] and "goal" in child["terms"] and "approach" in child["terms"]
-    assert math.isclose(parse_v_self(m.answer_text(_text_request(view := hand_view(), "self_verify"), rng).text), 0.0)
-    assert m.answer_text(_text_request(view, "align"), rng).text == "Observe side, goal; reward approach, goal."
-
-
-def _text_request(view: SearchView, role: str):
-    return mutation_request(TextRequest(id="t", iteration=0, role=role, system="", user="", rng_seed=0,
-                                        context_ids=("p2",)), view.store, TASK.name, "full")
+        child, ops = cross(m, parent, [GENOMES["p1"]], rng)
+        assert ops[0] == "crossover"
+    view = hand_view()
+    record = view.store.get("p2")
+    verify = offline(TreeSearch(), text_request("self_verify", context=[record]), CATALOG, others=[record])
+    assert math.isclose(parse_v_self(verify), 0.0)
+    align = offline(TreeSearch(), text_request("align", context=[record]), CATALOG, others=[record])
+    assert align == "Observe side, goal; reward approach, goal."
+    # a repair (and the first level) takes the stand-in's generic operator
+    repair = program_request("repair", 5, parents=[record])
+    assert offline(TreeSearch(), repair, CATALOG, parent=record) == m.program(record.code, [], "full",
+                                                                            np.random.default_rng(5))

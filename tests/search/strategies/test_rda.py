@@ -22,7 +22,8 @@ from PIL import Image
 from test_evolve import toy_config
 
 import limen_jax as lj
-from limen_jax.llm.templates import load_template
+from limen_jax.llm.offline import OfflineAuthor
+from limen_jax.search.templates import load_template
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[2]
@@ -182,25 +183,34 @@ def test_each_role_sees_what_the_paper_gives_it_as_sent_to_the_messages_api(tmp_
     assert state["best"] == {"id": "it0001-c00", "aggregate": 0.5, "round": 0}  # ties keep the first
 
 
-class Recording:
-    """The offline mutator, keeping every request it is asked (images included)."""
+class Recording(OfflineAuthor):
+    """The offline stand-in, keeping the images of every prompt its answers go with."""
 
     name = "recording"
 
-    def __init__(self, inner) -> None:
-        self.inner, self.requests = inner, []
+    def __init__(self, catalog) -> None:
+        super().__init__(catalog)
+        self.images = []
 
-    def propose(self, request):
-        self.requests.append(request)
-        return self.inner.propose(request)
+    def answering(self, text):
+        plain = super().answering(text)
+        recording = self
+
+        class Delivery:
+            name = recording.name
+
+            def complete(self, system, user, images=(), seed=0):
+                recording.images.append(tuple(images))
+                return plain.complete(system, user, images, seed)
+
+        return Delivery()
 
 
 @pytest.mark.slow
 def test_on_xland_the_critic_gets_the_rendered_frames_its_prompt_lists(tmp_path):
-    from limen_jax.llm.offline import OfflineMutator
     from limen_jax.task import make
 
-    mutator = Recording(OfflineMutator(make("xland_easy").offline_catalog()))
+    mutator = Recording(make("xland_easy").offline_catalog())
     config = {"seed": 3, "cascade": {"full_steps": 20_000},
               "search": {"iterations": 3, "candidates": 1, "strategy": "rda", "options": {"iterations": 1}}}
     run = lj.evolve("xland_easy", config, run_dir=tmp_path / "x", mutator=mutator, verbose=False)
@@ -212,8 +222,8 @@ def test_on_xland_the_critic_gets_the_rendered_frames_its_prompt_lists(tmp_path)
     assert [f["episode"] for f in log["frames"]] == sorted(f["episode"] for f in log["frames"])
     assert all(f["step"] <= lengths[f["episode"]] for f in log["frames"])
     assert [f["step"] for f in log["frames"] if f["episode"] == 0][::6] == [0, lengths[0]]
-    (critic,) = [r for r in mutator.requests if r.role == "critic"]
-    assert critic.images == tuple(f["png"] for f in log["frames"])
+    (critic,) = [images for images in mutator.images if images]  # the one critic prompt shows frames
+    assert critic == tuple(f["png"] for f in log["frames"])
     png = Image.open(io.BytesIO(base64.b64decode(critic.images[0])))
     assert png.format == "PNG" and png.size == (288, 288)  # the whole 9 x 9 room, 32 px tiles
     first = ", ".join(str(f["step"]) for f in log["frames"] if f["episode"] == 0)

@@ -12,16 +12,18 @@ import json
 import numpy as np
 import pytest
 from fake_anthropic import FakeAnthropic, Reply
+from offline_answers import answer as offline
+from offline_answers import text_request
 from toy_task import ToyCorridor
 
 from limen_jax.archive import ProgramRecord
-from limen_jax.llm import MutationRequest
-from limen_jax.llm.anthropic_client import AnthropicMutator
-from limen_jax.llm.offline import OfflineMutator
+from limen_jax.llm.anthropic_client import AnthropicClient
 from limen_jax.llm.replay import ResponseCache
 from limen_jax.search.evaluation.episodes import Episodes, frame_steps
 from limen_jax.search.strategies import rda_text as text
 from limen_jax.search.strategies.rda import Decompose
+
+CATALOG = ToyCorridor().offline_catalog()
 
 
 def test_subtasks_are_read_from_numbered_lines_only():
@@ -79,8 +81,7 @@ SUMS = [{"approach": [0.1, 0.1], "goal": [0.0, 1.0]}, {"approach": [-0.1, 0.0], 
 
 def test_the_offline_critic_scores_the_share_of_episodes_whose_term_sum_passes():
     record = ProgramRecord("it0001-c00", "", evaluations={"episodes": log_of(SUMS)})
-    mutator = OfflineMutator(ToyCorridor().offline_catalog())
-    answer = mutator.propose(MutationRequest("s", "u", "toy_corridor", role="critic", others=[record])).text
+    answer = offline(Decompose(), text_request("critic", context=[record]), CATALOG, others=[record])
     scores, _ = text.parse_critic(answer, ["approach", "goal"], 3)
     # approach sums 0.2, -0.1, 0 -> only episode 1 passes 0; goal sums 1, 0, 1 -> episodes 1 and 3
     assert scores.tolist() == [[1.0, 1.0], [0.0, 0.0], [0.0, 1.0]]
@@ -89,8 +90,7 @@ def test_the_offline_critic_scores_the_share_of_episodes_whose_term_sum_passes()
 
 
 def test_the_offline_decomposition_is_the_catalogs_dense_then_required_terms_and_reflection_keeps_them():
-    mutator = OfflineMutator(ToyCorridor().offline_catalog())
-    ask = lambda role: mutator.propose(MutationRequest("s", "u", "toy_corridor", role=role, rng_seed=3)).text  # noqa: E731
+    ask = lambda role: offline(Decompose(), text_request(role, 3), CATALOG)  # noqa: E731
     subtasks = text.parse_subtasks(ask("decompose"), 4)
     assert [s["name"] for s in subtasks] == ["approach", "goal"]
     sharpened = text.reflect(subtasks, ask("reflect_subtasks"))
@@ -168,19 +168,15 @@ def test_frames_spread_over_the_episodes_and_their_states():
 
 def test_images_go_to_the_messages_api_as_blocks_and_into_the_replay_key(tmp_path):
     png = base64.b64encode(b"\x89PNG fake").decode()
-    request = MutationRequest("sys", "look", "toy_corridor", role="critic", images=(png, png))
     with FakeAnthropic([Reply("episode 1, goal: 1 | ok")]) as fake:
-        client = AnthropicMutator(api_key="k", base_url=fake.url, timeout=5.0)
-        assert client.propose(request).text == "episode 1, goal: 1 | ok"
+        client = AnthropicClient(api_key="k", base_url=fake.url, timeout=5.0)
+        assert client.complete("sys", "look", (png, png)).text == "episode 1, goal: 1 | ok"
         content = fake.requests[0]["body"]["messages"][0]["content"]
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}
     assert content == [image, image, {"type": "text", "text": "look"}]
-    plain = MutationRequest("sys", "look", "toy_corridor", role="critic")
     cache = ResponseCache(tmp_path / "c.jsonl")
-    assert cache.next_key(request)[0] != ResponseCache(tmp_path / "d.jsonl").next_key(plain)[0]
-    # the offline mutator ignores pictures: the same answer with or without them
-    mutator = OfflineMutator(ToyCorridor().offline_catalog())
-    assert mutator.propose(request).text == mutator.propose(plain).text
+    assert cache.next_key("sys", "look", (png, png), 0)[0] != ResponseCache(tmp_path / "d.jsonl").next_key(
+        "sys", "look", (), 0)[0]
 
 
 def test_the_strategy_memory_round_trips_through_json_and_rejects_an_unknown_stage():
