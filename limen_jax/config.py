@@ -67,6 +67,9 @@ class SearchConfig:
     # a demonstration set (.npz, limen_jax/demos.py) to rank reward programs on, instead
     # of the task's scripted expert and random play
     demos: str | None = None
+    # a checked program that behaves exactly like an earlier one of the run (equal
+    # fingerprints) is not trained again: it takes that program's result (limen_jax/run/repeats.py)
+    dedupe: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -36,6 +36,7 @@ from limen_jax.rundir import RunDir
 from limen_jax.search.evaluation.evaluator import Evaluator, InProcessEvaluator
 from limen_jax.search.evaluation.jobs import EvalBatch
 from limen_jax.search.evaluation.kind_registry import evaluation_kind
+from limen_jax.search.evaluation.prescreen import screen_and_report
 from limen_jax.search.faults import Interrupted, RunStop, batch_fault
 from limen_jax.search.requests import ProgramRequest, Request
 
@@ -165,10 +166,10 @@ class Loop:
                                      on_check=status.checked)
         finally:
             self.progress.clear("ask")
-        if s.prescreen is not None and prepared.stop is None:
-            from limen_jax.search.evaluation.prescreen import screen_and_report
-
-            screen_and_report(s.prescreen, prepared.children, self.ctx, self.rd, self.say, self.progress, it)
+        if prepared.stop is None:  # repeats first: a repeat is neither screened nor trained
+            s.repeats.mark(prepared.children)
+            if s.prescreen is not None:
+                screen_and_report(s.prescreen, prepared.children, self.ctx, self.rd, self.say, self.progress, it)
         s.interfaces.update((c.record.id, c.interface) for c in prepared.trainable)
         return prepared
 
@@ -229,8 +230,8 @@ class Loop:
             self.rd.log("evaluation", **event)
         timing = batch_timing(prepared, batches, s.clock, time.time())
         per_child = round(sum(b.wall_s for b in batches) / max(1, len(prepared.trainable)), 2)
+        s.repeats.settle(prepared.children, per_child, s.archive.store)
         for child in prepared.children:
-            child.record.metadata["train_wall_s"] = per_child
             store_record(self.rd, s, child.record)
         outcomes = batch_outcomes(prepared, scored)
         for event in s.strategy.tell(search_view(s, it), outcomes) if outcomes else []:

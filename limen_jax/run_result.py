@@ -48,15 +48,23 @@ class RunResult:
 
 
 def _summary(result: RunResult) -> str:
+    from limen_jax.run.repeats import savings
+
     recs = result.records
-    trained = [r for r in recs if r.success is not None]
-    rejected = [r for r in recs if r.error]
-    demos = sum(r.stage == "demos" for r in recs)
+    own = [r for r in recs if r.duplicate_of is None]  # a repeat holds another program's result
+    trained = [r for r in own if r.success is not None]
+    rejected = [r for r in own if r.error]
+    demos = sum(r.stage == "demos" for r in own)
     usage = (RunDir(result.run_dir).read_json("usage.json") or {})
+    counts = f"{len(recs)} programs, {len(trained)} trained, {len(rejected)} rejected"
+    counts += f", {demos} scored on demonstrations" if demos else ""
+    saved = savings(recs)
+    if saved["checked"]:
+        counts += (f"; {saved['checked']} checked, {saved['repeats']} repeats of earlier programs recognised, "
+                   f"{saved['train_s_saved']:.0f} s of training not spent")
     lines = [
         f"run: {result.run_dir}  ({result.stopped})",
-        f"task {result.config.task}, mode {result.config.search.mode}: {len(recs)} programs, "
-        f"{len(trained)} trained, {len(rejected)} rejected" + (f", {demos} scored on demonstrations" if demos else ""),
+        f"task {result.config.task}, mode {result.config.search.mode}: {counts}",
     ]
     best = result.best
     if best is not None and best.success is not None:

@@ -53,6 +53,13 @@ class ProgramRecord:
     metadata: anything else worth keeping (mutator name, tokens, cost, timings, ...).
     eval_terms: a dict reward's terms, each one's mean sum per episode in the final
         evaluation (mean over seeds), by name; {} for a scalar reward.
+    fingerprint: what the program's φ and R return on the check sample, as
+        :meth:`limen_jax.program.fingerprint.Fingerprint.to_json` gives it; None when it
+        was rejected before its check passed, and for the task's default interface.
+    duplicate_of: the earlier program of the run this one behaves identically to (equal
+        fingerprints, the same evaluation kind): it was never trained and holds that
+        program's result. A repeat is not ``evaluated``: it never enters the grid, the
+        best-of lists or parent selection, where the program it repeats already is.
     """
 
     id: str
@@ -73,6 +80,8 @@ class ProgramRecord:
     evaluations: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
     eval_terms: dict[str, float] = dataclasses.field(default_factory=dict)
+    fingerprint: dict[str, Any] | None = None
+    duplicate_of: str | None = None
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:
@@ -82,8 +91,9 @@ class ProgramRecord:
     def evaluated(self) -> bool:
         """Trained at the full budget to a score without error: eligible for the grid, the
         best-of lists and parent selection. A short-run score (one seed, a fraction of the
-        budget, stopped by the cascade) never competes with a multi-seed full-run mean."""
-        return self.error is None and self.success is not None and self.stage == "full"
+        budget, stopped by the cascade) never competes with a multi-seed full-run mean. A
+        repeat (``duplicate_of``) never competes with the program it repeats."""
+        return self.error is None and self.success is not None and self.stage == "full" and self.duplicate_of is None
 
     @property
     def failed(self) -> bool:

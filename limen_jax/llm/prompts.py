@@ -97,11 +97,16 @@ def _num(x: float | None) -> str:
 
 def _success(record: ProgramRecord) -> str:
     if record.success is None:
-        return "not measured"
+        return "not measured" + _repeat(record)
     text = f"{record.success:.2f}"
     if len(record.success_per_seed) > 1:
         text += " (per seed: " + ", ".join(f"{s:.2f}" for s in record.success_per_seed) + ")"
-    return text
+    return text + _repeat(record)
+
+
+def _repeat(record: ProgramRecord) -> str:
+    """What a repeat's result is (" " and a sentence), "" for any other program."""
+    return "" if record.duplicate_of is None else " " + render("repeat", original=record.duplicate_of)
 
 
 def _head(text: str, n: int) -> str:
@@ -143,7 +148,7 @@ def _failures(records: Sequence[ProgramRecord], config: PromptConfig) -> str:
                 "failure",
                 id=r.id,
                 stage=str(err.get("stage", "unknown")),
-                message=str(err.get("message", "")).strip() or "(no message)",
+                message=(str(err.get("message", "")).strip() or "(no message)") + _repeat(r),
                 trace=_tail(str(err.get("trace", "") or ""), config.max_trace_lines) or "(no trace)",
                 code=_head(r.code, config.max_code_lines) or "# (no code was extracted from the answer)",
             )

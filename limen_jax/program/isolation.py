@@ -124,7 +124,9 @@ def _read_only_paths() -> list[str]:
 def _packages_outside(bound: set[str]) -> set[str]:
     """Directories of the imported top-level packages that no path in ``bound`` contains."""
     out = set()
-    for name, module in list(sys.modules.items()):
+    # copy() runs in C without a point where another thread's import can grow the dict
+    # (iterating items() can be cut short by one: "dictionary changed size during iteration")
+    for name, module in sys.modules.copy().items():
         where = getattr(module, "__file__", None)
         if "." in name or not where:
             continue

@@ -9,6 +9,8 @@
 - :mod:`~limen_jax.run.interfaces`: the check sample fetched ahead, stored interfaces reloaded;
 
 - :mod:`~limen_jax.run.ask`: the LLM and the checker, per request;
+- :mod:`~limen_jax.run.repeats`: programs that behave exactly like an earlier one of the
+  run, never trained twice;
 - :mod:`~limen_jax.run.run_mutator`: the run's mutator and what it has cost;
 - :mod:`~limen_jax.run.run_demos`: the run's demonstrations;
 - :mod:`~limen_jax.run.batch_jobs`: a batch's evaluation jobs as the loop hands them over;

@@ -57,6 +57,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--prescreen", metavar="demos[:THRESHOLD]",
                    help="reject reward programs whose ranking accuracy on demonstrations is below THRESHOLD "
                         "(default 0.5) before training them")
+    p.add_argument("--no-dedupe", action="store_true",
+                   help="train every checked program, even one that behaves exactly like an earlier one of the run "
+                        "(by default such a repeat is not trained again and takes that program's result)")
     p.add_argument("--demos", metavar="PATH", help="demonstrations (.npz) to rank reward programs on "
                    "(default: the task's scripted expert and random play; python -m limen_jax.demos --from-policy "
                    "writes one from a trained policy); checked before the run starts")
@@ -138,6 +141,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
                     ("seeds", args.seeds), ("mode", args.mode), ("strategy", args.strategy),
                     ("pipeline", args.pipeline), ("prescreen", args.prescreen), ("demos", args.demos),
                     ("baseline", args.baseline)))
+    if args.no_dedupe:
+        search["dedupe"] = False
     if args.fitness is not None:
         search["options"] = {"fitness": args.fitness}
     cascade = given((("short_steps", args.short_steps), ("full_steps", args.full_steps)))

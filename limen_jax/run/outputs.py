@@ -22,6 +22,9 @@ def report_lines(it: int, iterations: int, store: Any, spend: float, timing: dic
     rejected = sum(r.error is not None for r in recs)  # others may be scored by a kind that trains nothing
     if rejected:
         parts.append(f"{rejected} rejected")
+    repeats = sum(r.duplicate_of is not None for r in recs)  # not trained: each took an earlier program's result
+    if repeats:
+        parts.append(f"{repeats} repeats")
     if scored:
         parts.append("success " + " ".join(f"{r.success:.2f}" for r in scored))
     parts.append(f"best {best.success:.2f} ({best.id})" if best else "best -")

@@ -59,7 +59,8 @@ def score_batch(submitted: Sequence[Submitted], batches: Sequence[EvalBatch]) ->
 def batch_outcomes(prepared: Prepared, scored: Scored) -> list[Outcome]:
     """What the strategy is told of the batch: every child, text answer and evaluation, in that order."""
     out = [Outcome(c.request, c.record, text=c.text, evaluation=scored.results.get(c.record.id, (None,))[0],
-                   results=scored.results[c.record.id][1:] if c.record.id in scored.results else ())
+                   results=scored.results[c.record.id][1:] if c.record.id in scored.results else (),
+                   duplicate_of=c.record.duplicate_of)
            for c in prepared.children]
     out += [Outcome(t.request, text=t.text, error=t.error) for t in prepared.texts]
     return out + scored.evaluated

@@ -19,6 +19,7 @@ from limen_jax.archive import Archive
 from limen_jax.config import EvolveConfig, resume_changes
 from limen_jax.modes import program_mode, strategy_for
 from limen_jax.run.pipeline import resolve_pipeline
+from limen_jax.run.repeats import Repeats
 from limen_jax.run.run_demos import RunDemos
 from limen_jax.run.run_mutator import RunMutator, settle_llm
 from limen_jax.rundir import RunDir
@@ -45,7 +46,8 @@ class RunState:
     iterations: the last generation to run (the strategy's cap applied); start: the first
     generation this process runs; pending: a proposed batch restored from the checkpoint
     (the pipeline's next batch), or None; ppo / limits: the PPO config and the checker's
-    limits (None: the defaults); interfaces: compiled interfaces by program id (this
+    limits (None: the defaults); repeats: the fingerprints of the run's programs so far
+    (which program repeats which); interfaces: compiled interfaces by program id (this
     process); plots_due: a checkpoint came since the plots were drawn; baseline: the
     task's default interface as trained in the first batch (:func:`limen_jax.run.baseline.baseline_of`),
     None before it is trained or when the run skips it."""
@@ -64,6 +66,7 @@ class RunState:
     ppo: Any
     limits: Any
     clock: Clock
+    repeats: Repeats
     interfaces: dict[str, Any] = dataclasses.field(default_factory=dict)
     plots_due: bool = True
     baseline: dict[str, Any] | None = None
@@ -123,7 +126,7 @@ def open_run(config: EvolveConfig, rd: RunDir, task: Any, *, mutator: Any, allow
     t0 = time.time()
     return RunState(config, task, mode, strategy, archive, run_mutator, demos, prescreen, iterations, start,
                     pending, _ppo_config(config, task), _limits(config), Clock(t0, last_iter_end=t0),
-                    baseline=(state or {}).get("baseline"))
+                    Repeats.of(archive.store, config.search.dedupe), baseline=(state or {}).get("baseline"))
 
 
 def _ppo_config(config: EvolveConfig, task: Any) -> Any:

@@ -10,6 +10,7 @@ from typing import Any
 from limen_jax.archive import ProgramRecord
 from limen_jax.run.ask import Child
 from limen_jax.run.outputs import write_best
+from limen_jax.run.repeats import savings
 from limen_jax.run.state import RunState
 from limen_jax.rundir import RunDir
 from limen_jax.search.requests import Request, request_to_dict
@@ -26,11 +27,12 @@ def write_trainable(rd: RunDir, children: Sequence[Child]) -> None:
 
 def store_record(rd: RunDir, state: RunState, record: ProgramRecord) -> None:
     """Add ``record`` to the archive (the grid takes it when it is an elite), write its
-    code, and log it (``score`` or ``reject``, without the code)."""
+    code, and log it (``score`` or ``reject``, without the code and the fingerprint,
+    which state.json keeps)."""
     elite = state.archive.add(record)
     if record.code:
         rd.write_program(record.id, record.code)
-    brief = {k: v for k, v in record.to_dict().items() if k != "code"}
+    brief = {k: v for k, v in record.to_dict().items() if k not in ("code", "fingerprint")}
     rd.log("score" if record.error is None else "reject", elite=elite, **brief)
 
 
@@ -48,9 +50,10 @@ def keep_trained_policies(rd: RunDir, kept: list[tuple[str, Any]], which: str) -
 
 def write_checkpoint(rd: RunDir, it: int, state: RunState, pending: list[Request] | None) -> None:
     """``state.json`` after batch ``it`` (the archive, the strategy's memory, the next
-    batch already proposed, the spend), ``usage.json`` and ``best.json``; the plots are
-    due again."""
-    usage = state.mutator.usage()
+    batch already proposed, the spend), ``usage.json`` (the LLM's, and under "programs"
+    what recognising repeats saved: :func:`~limen_jax.run.repeats.savings`) and
+    ``best.json``; the plots are due again."""
+    usage = {**state.mutator.usage(), "programs": savings(state.archive.store)}
     rd.write_json("state.json", {
         "iteration": it, "archive": state.archive.to_dict(), "strategy": state.strategy.to_dict(),
         "pending": [request_to_dict(r) for r in pending] if pending else None,

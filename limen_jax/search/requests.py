@@ -142,6 +142,9 @@ class Outcome:
     text request got no answer (None otherwise). evaluation: the kind that scored it.
     results: the evaluation's raw results (a ``CascadeResult`` or an exception per
     program; not saved, present in the process that trained them).
+    duplicate_of: for a program request whose child behaves exactly like an earlier
+    program of the run, that program's id: the child was not trained, its record holds
+    the earlier program's result, and it is no improvement on it (None otherwise).
     """
 
     request: Request
@@ -151,3 +154,4 @@ class Outcome:
     error: str | None = None
     evaluation: str | None = None
     results: tuple[Any, ...] = ()
+    duplicate_of: str | None = None

@@ -195,8 +195,9 @@ def _short_error(error: Any) -> dict[str, Any] | None:
 
 
 def _evaluated(record: dict[str, Any]) -> bool:
-    """As ``ProgramRecord.evaluated``: a full-budget score without error."""
-    return record["error"] is None and record["success"] is not None and record["stage"] == "full"
+    """As ``ProgramRecord.evaluated``: a full-budget score without error, not a repeat."""
+    return (record["error"] is None and record["success"] is not None and record["stage"] == "full"
+            and record.get("duplicate_of") is None)
 
 
 def _node(run: Run, record: dict[str, Any], elites: set[str]) -> dict[str, Any]:
@@ -210,7 +211,7 @@ def _node(run: Run, record: dict[str, Any], elites: set[str]) -> dict[str, Any]:
         "cost_usd": meta.get("cost_usd"), "input_tokens": meta.get("input_tokens"),
         "output_tokens": meta.get("output_tokens"), "elite": record["id"] in elites,
         "evaluated": _evaluated(record), "policy": _policy_files(run, record["id"]) is not None,
-        "evaluations": sorted(record["evaluations"]),
+        "evaluations": sorted(record["evaluations"]), "duplicate_of": record.get("duplicate_of"),
     }
 
 
@@ -226,7 +227,7 @@ def _pending(run: Run) -> list[dict[str, Any]]:
             "operator": str(p.get("operator", "")), "stage": "pending", "success": None, "success_per_seed": [],
             "final_return": None, "obs_dim": None, "reward_ast_size": None, "error": None, "cost_usd": None,
             "input_tokens": None, "output_tokens": None, "elite": False, "evaluated": False, "policy": False,
-            "evaluations": [],
+            "evaluations": [], "duplicate_of": None,
         })
     return out
 

@@ -20,11 +20,10 @@ from limen_jax.llm import Completion
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
 
-TERMS = two_terms(0.1)
-
 
 class WritesTerms:
-    """Answers every request with the dict-of-terms program, saying why first."""
+    """Answers every request with a dict-of-terms program, saying why first; each answer
+    weighs ``closer`` more (a program that repeats an earlier one would not be trained)."""
 
     name = "writes_terms"
 
@@ -33,7 +32,8 @@ class WritesTerms:
 
     def complete(self, system, user, images=(), seed=0):
         self.requests.append(user)
-        return Completion(text=f"Reward reaching the goal and each step closer.\n\n```python\n{TERMS}```\n")
+        code = two_terms(0.1 * len(self.requests))
+        return Completion(text=f"Reward reaching the goal and each step closer.\n\n```python\n{code}```\n")
 
 
 def test_dict_terms_train_show_their_curves_and_the_best_policy_rolls_out(tmp_path):

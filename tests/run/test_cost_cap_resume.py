@@ -33,8 +33,10 @@ def test_the_cap_counts_the_first_sessions_spend_after_a_resume(tmp_path, monkey
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
         llm = {"mutator": "anthropic", "max_cost_usd": cap, "max_tokens": 200, "max_retries": 0}
-        first = lj.evolve("toy_corridor", toy_config(llm=llm, search={"iterations": 1, "candidates": 2}),
-                          run_dir=run, verbose=False)
+        # the fake answers one program: dedupe off trains every copy, so the prompts (and the
+        # next call's estimate below) show each
+        search = {"iterations": 1, "candidates": 2, "dedupe": False}
+        first = lj.evolve("toy_corridor", toy_config(llm=llm, search=search), run_dir=run, verbose=False)
         assert first.complete and fake.posts == 4  # generation 0 and iteration 1: 2 calls each
         paid = ResponseCache(run / "llm_cache.jsonl").ledger.cost_usd
         assert abs(paid - 4 * CALL_USD) < 1e-9

@@ -50,7 +50,9 @@ class Eureka(StrategyBase):
         return out
 
     def tell(self, view: SearchView, outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
-        scored = [o.record for o in outcomes if o.record is not None and o.record.success is not None]
+        # a repeat is no improvement: the program it repeats was told before it
+        scored = [o.record for o in outcomes
+                  if o.record is not None and o.record.success is not None and o.duplicate_of is None]
         if scored:
             self.parent = max(scored, key=lambda r: float(r.success)).id  # type: ignore[arg-type]
         return [{"event": "eureka", "parent": self.parent}]

@@ -187,8 +187,8 @@ class Forge(StrategyBase):
             elif isinstance(request, ProgramRequest) and record is not None and "depth" in request.tag:
                 depth = int(request.tag["depth"])
                 record.metadata["depth"] = depth
-                if record.error is not None or record.success is None:
-                    dropped.append(record.id)  # invalid: dropped, never repaired
+                if record.error is not None or record.success is None or o.duplicate_of is not None:
+                    dropped.append(record.id)  # invalid, or a repeat of a program told before: dropped
                     continue
                 score = float(record.success)
                 self.pool = insert(self.pool, {"id": record.id, "score": score, "depth": depth}, self.options.pool)

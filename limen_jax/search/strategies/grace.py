@@ -193,7 +193,7 @@ class Grace(StrategyBase):
         return events
 
     def _value(self, record: ProgramRecord) -> float | None:
-        if record.error is not None:
+        if record.error is not None or record.duplicate_of is not None:  # a repeat: its original is in already
             return None
         if self.options.fitness == "demos":
             return record.evaluations.get("demos", {}).get("accuracy")

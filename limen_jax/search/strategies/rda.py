@@ -140,7 +140,9 @@ class Decompose(StrategyBase):
             self.candidates = [r.id for r in records]
             trained = [r.id for r in records if _trained(r)]
             for r in records:
-                if not _trained(r):
+                if r.duplicate_of is not None:  # its policy is its original's: rolled out and critiqued there
+                    self.critiques[r.id] = {"note": f"not trained: it behaved identically to program {r.duplicate_of}"}
+                elif not _trained(r):
                     self.critiques[r.id] = {"note": "not trained: " + text.one_line((r.error or {}).get("message", ""))}
             event["trained"] = trained
             # the paper's rewards have a term per subtask, and its revisions may add terms: a
@@ -223,7 +225,8 @@ class Decompose(StrategyBase):
 
 
 def _trained(record: Any) -> bool:
-    return record.error is None and record.success is not None
+    """Trained to a score by this run (a repeat holds its original's score, not its own policy)."""
+    return record.error is None and record.success is not None and record.duplicate_of is None
 
 
 def reward_terms(record: Any) -> list[str] | None:

@@ -114,6 +114,8 @@
     // per model: calls, spend and mean improvement over the parents (an ensemble names several)
     for (const [model, u] of Object.entries(usage.by_model || {}))
       items.push([model, `${fmt(u.calls || 0, 0)} calls, $${fmt(u.cost_usd || 0, 2)}, +${fmt(u.mean_improvement || 0, 3)}`]);
+    const rep = usage.programs || {};
+    if (rep.repeats) items.push(["repeats", `${rep.repeats} of ${rep.checked} checked, ${fmt(rep.train_s_saved, 0)} s of training not spent`]);
     const best = bestProgram(run);
     if (best) items.push(["best", `${best.id} (${fmt(best.success)})`]);
     if (info.baseline !== null && info.baseline !== undefined) items.push(["baseline", `${fmt(info.baseline)} (sparse reward)`]);

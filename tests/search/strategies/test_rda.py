@@ -140,7 +140,9 @@ def model(body: dict) -> Reply:
 
 @pytest.mark.slow
 def test_each_role_sees_what_the_paper_gives_it_as_sent_to_the_messages_api(tmp_path, monkeypatch):
-    config = {**CONFIG, "llm": {"mutator": "anthropic", "max_cost_usd": 5.0}}
+    # the fake model writes one program every time: each is trained, so that each has a critic
+    config = {**CONFIG, "llm": {"mutator": "anthropic", "max_cost_usd": 5.0},
+              "search": {**CONFIG["search"], "dedupe": False}}
     with FakeAnthropic(responder=model) as fake:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
