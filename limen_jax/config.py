@@ -321,9 +321,10 @@ def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def config_changes(saved: dict[str, Any], new: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """(accepted, refused) dotted keys whose values differ between two config dicts."""
+    """(accepted, refused) dotted keys whose values differ between two config dicts. A key
+    the saved config lacks (a setting newer than the run) takes its value in ``new``."""
     a, b = _flat(saved), _flat(new)
-    changed = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    changed = sorted(k for k in a if a[k] != b.get(k))
     return [k for k in changed if k in RESUMABLE], [k for k in changed if k not in RESUMABLE]
 
 

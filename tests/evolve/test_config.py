@@ -1,5 +1,7 @@
 """EvolveConfig: presets, strict loading, CLI overrides."""
 
+import json
+
 import pytest
 
 from limen_jax.config import EvolveConfig, SearchConfig
@@ -147,3 +149,14 @@ def test_no_baseline_and_the_quick_preset_come_from_the_command_line():
         300_000, 1, 2, 1)
     # a task that declares no quick budget gets its cpu one
     assert EvolveConfig.preset_for("xland_easy", "quick").search == EvolveConfig.preset_for("xland_easy").search
+
+
+def test_a_run_saved_before_a_setting_existed_resumes_with_its_value():
+    from limen_jax.config import EvolveConfig, config_changes
+
+    new = EvolveConfig().to_dict()
+    saved = json.loads(json.dumps(new))
+    del saved["search"]["baseline"], saved["search"]["dedupe"]
+    assert config_changes(saved, new) == ([], [])
+    saved["search"]["candidates"] = new["search"]["candidates"] + 1
+    assert config_changes(saved, new) == ([], ["search.candidates"])
