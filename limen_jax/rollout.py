@@ -162,14 +162,13 @@ def _load(args: argparse.Namespace, plan: dict[str, Any]) -> tuple[Any, Any, Any
 
     try:
         run = _run_config(args.run_dir)
-        policy = load_policy(plan["dir"], root=args.run_dir)
-        meta = policy.metadata
         # a search run's config names the task as the run resolved it (an entry point or a
         # family:name); the policy's metadata holds the task's own name. Either is checked
         # before it is built: a file names no code to call
-        named = check_recorded(run["task"], str(args.run_dir / "config.json")) if "task" in run else \
-            check_recorded(meta["task"], str(plan["dir"] / "policy.json"))
-        task = make(named)
+        named = check_recorded(run["task"], str(args.run_dir / "config.json")) if "task" in run else None
+        policy = load_policy(plan["dir"], root=args.run_dir)
+        meta = policy.metadata
+        task = make(named or check_recorded(meta["task"], str(plan["dir"] / "policy.json")))
     except (OSError, ValueError, KeyError) as exc:
         raise BadInput(f"the policy in {plan['dir']} cannot be read: {exc}") from None
     params = {k: float(v) for k, v in meta.get("task_params", {}).items()}
