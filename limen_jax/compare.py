@@ -40,6 +40,13 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
     if not isinstance(config, dict) or not isinstance(config.get("search", {}), dict):
         raise reader.RunDirError(f"{path / 'config.json'}: not a JSON object with a search object")
     state = reader.check_state(reader.read_json(path, "state.json", "the checkpoint"), path / "state.json")
+    for i, record in enumerate(state["archive"]["programs"]):
+        try:
+            typed = reader.well_typed_record(record)
+        except KeyError as exc:
+            raise reader.RunDirError(f"{path / 'state.json'}: archive.programs[{i}]: no field {exc}") from None
+        if not typed:
+            raise reader.RunDirError(f"{path / 'state.json'}: archive.programs[{i}]: a field of the wrong type")
     return {
         "name": path.name,
         "config": config,

@@ -164,8 +164,9 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
 
 
 def recorded_config(replay_from: str | None) -> dict[str, Any] | None:
-    """The config.json of the run ``--replay-from`` names (a run dir or its llm_cache.jsonl),
-    or None when it has none (a bare cache file)."""
+    """The config.json of the run ``--replay-from`` (or ``--resume``) names (a run dir or its
+    llm_cache.jsonl), or None when it has none (a bare cache file); ValueError (one line) when
+    it is unreadable or names a task that is not registered."""
     if not replay_from:
         return None
     src = Path(replay_from)
@@ -177,8 +178,8 @@ def recorded_config(replay_from: str | None) -> dict[str, Any] | None:
 
     data = read_json(path.parent, path.name, "the recorded run's config")
     if not isinstance(data, dict):
-        raise ValueError(f"--replay-from: {path}: not a JSON object")
-    check_recorded(data.get("task"), f"--replay-from: {path}")  # before the preset asks the task for its facts
+        raise ValueError(f"{path}: not a JSON object")
+    check_recorded(data.get("task"), str(path))  # before the preset asks the task for its facts
     return data
 
 
