@@ -260,7 +260,8 @@ def check_state(state: Any, path: Path) -> dict[str, Any]:
           f"neither null nor a list of at most {MAX_PENDING} requests")
     for i, request in enumerate(pending or []):
         _check_request(request, f"{path}: pending[{i}]", known)
-    _need(state.get("spend_usd") is None or finite(state["spend_usd"]), f"{path}: spend_usd", "not a finite number >= 0")
+    spend = state.get("spend_usd")
+    _need(spend is None or finite(spend), f"{path}: spend_usd", "not a finite number >= 0")
     for name in ("usage", "strategy"):
         _need(state.get(name) is None or isinstance(state[name], dict), f"{path}: {name}", "not a JSON object")
     return state

@@ -25,7 +25,8 @@ Moment = Callable[[Path], bool]  # run dir -> has the run reached the moment to 
 
 def cli_env(*extra: Path) -> dict[str, str]:
     """The environment a CLI run needs: this checkout's package and the toy task beside these
-    tests (whose dist-info registers ``toy_corridor`` by entry point) first, then ``extra`` and the caller's own PYTHONPATH."""
+    tests (its dist-info registers ``toy_corridor`` by entry point) first, then ``extra`` and
+    the caller's own PYTHONPATH."""
     paths = [str(ROOT), str(HERE), *map(str, extra)]
     if os.environ.get("PYTHONPATH"):
         paths.append(os.environ["PYTHONPATH"])

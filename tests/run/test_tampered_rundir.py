@@ -87,7 +87,7 @@ def test_a_pending_request_that_climbs_out_writes_nothing(tmp_path):
 def test_an_evaluation_of_an_unknown_program_is_refused_by_name(tmp_path):
     pending = [{"kind": "eval", "id": "it0001-e00", "iteration": 1, "program_ids": ["it0000-c07"]}]
     run = crafted_run(tmp_path, pending=pending)
-    with pytest.raises(RunDirError, match=r"pending\[0\]\.program_ids\[0\]: it0000-c07 is not a program of the archive"):
+    with pytest.raises(RunDirError, match=r"pending\[0\]\.program_ids\[0\]: it0000-c07 is not a program of the"):
         lj.resume(run, verbose=False)
 
 
