@@ -41,12 +41,9 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
         raise reader.RunDirError(f"{path / 'config.json'}: not a JSON object with a search object")
     state = reader.check_state(reader.read_json(path, "state.json", "the checkpoint"), path / "state.json")
     for i, record in enumerate(state["archive"]["programs"]):
-        try:
-            typed = reader.well_typed_record(record)
-        except KeyError as exc:
-            raise reader.RunDirError(f"{path / 'state.json'}: archive.programs[{i}]: no field {exc}") from None
-        if not typed:
-            raise reader.RunDirError(f"{path / 'state.json'}: archive.programs[{i}]: a field of the wrong type")
+        field = reader.wrong_record_field(record)
+        if field is not None:
+            raise reader.RunDirError(f"{path / 'state.json'}: archive.programs[{i}].{field}: of the wrong type")
     return {
         "name": path.name,
         "config": config,

@@ -203,6 +203,33 @@ def well_typed_record(r: dict[str, Any]) -> bool:
             and (r["reward_ast_size"] is None or _int(r["reward_ast_size"], 0, 2**31)))
 
 
+def _curve(v: Any) -> bool:
+    return isinstance(v, list) and all(x is None or _number(x) for x in v)
+
+
+# A program record's fields that a summary computes with, and the types the archive writes.
+_RECORD_FIELDS: dict[str, Any] = {
+    "id": lambda v: isinstance(v, str),
+    "iteration": lambda v: _int(v, 0, MAX_ITERATIONS),
+    "island": lambda v: _int(v, 0, MAX_ISLANDS),
+    "stage": lambda v: isinstance(v, str),
+    "success": _opt(_number),
+    "final_return": _opt(_number),
+    "success_per_seed": _curve,
+    "parent_ids": _str_list,
+    "metadata": lambda v: isinstance(v, dict),
+    "evaluations": lambda v: isinstance(v, dict),
+}
+
+
+def wrong_record_field(record: Any) -> str | None:
+    """The first field of a program record, among those present, whose type is not the one
+    the archive writes (None when all are; "" when ``record`` is not an object)."""
+    if not isinstance(record, dict):
+        return ""
+    return next((k for k, check in _RECORD_FIELDS.items() if k in record and not check(record[k])), None)
+
+
 def grid_size_ok(grid: Any) -> bool:
     """Whether a saved grid's dict asks for a bounded number of cells (before it is built)."""
     try:

@@ -243,7 +243,7 @@ def test_compare_refuses_records_of_the_wrong_type(tmp_path, capsys):
     state["archive"]["programs"] = [{"id": PID, "iteration": "0"}]
     (run / "state.json").write_text(json.dumps(state))
     assert compare_main([str(run)]) == 2
-    assert "archive.programs[0]" in capsys.readouterr().err
+    assert "archive.programs[0].iteration: of the wrong type" in capsys.readouterr().err
 
 
 # --- a task that names a function: nothing may call it --------------------------------------
