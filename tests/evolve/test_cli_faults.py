@@ -43,7 +43,7 @@ BAD_INPUT = {
     "--config not JSON": (TOY + "--config {inputs}/bad.json", "--config {inputs}/bad.json: not a JSON file "
                           "(Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"),
     "anthropic without a key": (TOY + "--mutator anthropic", NO_KEY),
-    "a task without a catalog": ("--task toy_corridorNoCatalog --mutator offline",
+    "a task without a catalog": ("--task toy_task:ToyCorridorNoCatalog --mutator offline",
                                  "task 'toy_corridor' has no offline catalog; use an LLM mutator "
                                  "(set ANTHROPIC_API_KEY)"),
     "a missing replay cache": (TOY + "--replay-from {inputs}/no_run",
