@@ -22,7 +22,6 @@ events.jsonl); nothing is retrained.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from collections.abc import Mapping, Sequence
@@ -36,9 +35,17 @@ from limen_jax.stats import bootstrap_interval, compare, iqm, success_interval
 
 def load_run(run_dir: str | Path) -> dict[str, Any]:
     """The summary of one run directory: its config, its program records, its spend."""
+    from limen_jax.run import reader
+
     path = Path(run_dir)
-    config = json.loads((path / "config.json").read_text())
-    state = json.loads((path / "state.json").read_text())
+    config = reader.read_json(path, "config.json", "the run's config")
+    if not isinstance(config, dict) or not isinstance(config.get("search", {}), dict):
+        raise reader.RunDirError(f"{path / 'config.json'}: not a JSON object with a search object")
+    state = reader.check_state(reader.read_json(path, "state.json", "the checkpoint"), path / "state.json")
+    for i, record in enumerate(state["archive"]["programs"]):
+        field = reader.wrong_record_field(record)
+        if field is not None:
+            raise reader.RunDirError(f"{path / 'state.json'}: archive.programs[{i}].{field}: of the wrong type")
     return {
         "name": path.name,
         "config": config,
@@ -73,17 +80,13 @@ def best_interval(run: dict[str, Any], record: dict[str, Any]) -> tuple[float, f
 def _wall_s(events: Path) -> float | None:
     """Seconds the run's iterations took (summed over resumes: a run stopped overnight
     does not count the night), or None without an events log."""
-    if not events.exists():
+    from limen_jax.run import reader
+
+    if not reader.exists(events.parent, events.name):
         return None
-    total = 0.0
-    for line in events.read_text(encoding="utf-8").splitlines():
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:  # a line cut by a kill -9
-            continue
-        if event.get("event") == "iteration":
-            total += float(event.get("wall_s") or 0.0)
-    return total
+    lines, _ = reader.read_events(events.parent, events.name)  # a line cut by a kill -9 is skipped
+    wall = [float(e["wall_s"]) for e in lines if e["event"] == "iteration" and reader.finite(e.get("wall_s"))]
+    return sum(wall)
 
 
 def strategy_name(run: dict[str, Any]) -> str:

@@ -13,6 +13,7 @@ A run keeps them as ``<run>/policies/<program_id>/seed<k>/`` (:func:`keep_polici
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -23,14 +24,13 @@ import numpy as np
 
 from limen_jax.rl.normalize import ObsStats
 from limen_jax.rl.policy import Policy
+from limen_jax.run import reader
 from limen_jax.rundir import write_text_atomic
 
 if TYPE_CHECKING:
     from limen_jax.rl.cascade import CascadeResult
 
 KEEP = ("all", "best", "none")
-# A program id becomes a directory name: nothing that could leave the run directory.
-_SAFE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 
 
 def save_policy(directory: str | Path, params: Any, obs_stats: ObsStats, metadata: dict[str, Any]) -> Path:
@@ -54,14 +54,22 @@ def save_policy(directory: str | Path, params: Any, obs_stats: ObsStats, metadat
     return path
 
 
-def load_policy(directory: str | Path) -> Policy:
-    """The policy saved in ``directory``. Raises FileNotFoundError when there is none."""
+def load_policy(directory: str | Path, root: str | Path | None = None) -> Policy:
+    """The policy saved in ``directory``, read as untrusted input: its files must stay inside
+    ``root`` (default ``directory``; a run's folder for a kept policy), policy.json is typed
+    (:func:`limen_jax.run.reader.check_policy_meta`). FileNotFoundError when there is none;
+    :class:`~limen_jax.run.reader.RunDirError` (a ValueError, one line) for a bad one."""
     import orbax.checkpoint as ocp
 
     path = Path(directory).absolute()
-    if not (path / "policy.json").is_file() or not (path / "arrays").is_dir():
+    base = Path(root).absolute() if root is not None else path
+    if not os.path.lexists(path / "policy.json") or not os.path.lexists(path / "arrays"):
         raise FileNotFoundError(f"no saved policy in {path}")
-    metadata = json.loads((path / "policy.json").read_text())
+    if reader.inside_dir(base, path / "arrays") is None:
+        raise reader.RunDirError(f"{path / 'arrays'} is not a folder inside {base} (a link out of it)")
+    meta_path = path / "policy.json"
+    metadata = reader.check_policy_meta(reader.read_json(meta_path.parent, meta_path.name, "a policy's metadata"),
+                                        meta_path)
     checkpointer = ocp.StandardCheckpointer()
     tree = checkpointer.restore(path / "arrays")
     checkpointer.close()
@@ -71,8 +79,7 @@ def load_policy(directory: str | Path) -> Policy:
 
 def policy_dir(run_path: str | Path, program_id: str, seed: int) -> Path:
     """``<run>/policies/<program_id>/seed<seed>``; ValueError for an unsafe id."""
-    if not _SAFE_ID.fullmatch(program_id):
-        raise ValueError(f"not a program id: {ascii(program_id)[:60]}")
+    reader.check_id(program_id, "policy")
     return Path(run_path) / "policies" / program_id / f"seed{int(seed)}"
 
 
@@ -97,9 +104,10 @@ def keep_policies(
         kept = [max(kept, key=lambda pr: pr[1].success)]
     out = []
     for pid, result in kept:
-        target = Path(run_path) / "policies" / pid
-        if target.exists():  # a retrained program (e.g. after a resume): its old seeds go
-            shutil.rmtree(target)
+        reader.check_id(pid, "policy")  # before anything under policies/ is touched
+        base = reader.own_dir(Path(run_path), "policies")
+        if os.path.lexists(base / pid):  # a retrained program (e.g. after a resume): its old seeds go
+            shutil.rmtree(reader.own_dir(base, pid))  # refused for a link: only the run's own folder goes
         for policy in result.policies or []:
             meta = {**policy.metadata, "program_id": pid}
             out.append(save_policy(policy_dir(run_path, pid, meta["seed"]), policy.params, policy.obs_stats, meta))
@@ -109,8 +117,10 @@ def keep_policies(
 def saved_seeds(run_path: str | Path, program_id: str) -> list[int]:
     """The seeds with a saved policy for ``program_id`` in the run, sorted."""
     base = policy_dir(run_path, program_id, 0).parent
-    if not base.is_dir():
+    if not os.path.lexists(base):
         return []
+    if base.is_symlink() or reader.inside_dir(Path(run_path), base) is None:
+        raise reader.RunDirError(f"{base} is a link or not a folder: a run's policies are folders of its own")
     return sorted(int(p.name[4:]) for p in base.iterdir() if re.fullmatch(r"seed\d+", p.name))
 
 

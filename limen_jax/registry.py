@@ -12,6 +12,10 @@ A name resolves, in this order, to
 5. the class of a task already built in this process under that name (so a task made
    by hand still has its facts found by ``PPOConfig.preset(task.name)``).
 
+A name read from a file (a run directory's config.json, a kept policy's policy.json) is
+checked first (:func:`check_recorded`): only 1, 2, 3 and 5 pass, so a file never names a
+module to import or a function to call.
+
 Nothing is imported until a name is resolved: :func:`listing` reads each task's
 description from its module's source, so listing tasks stays cheap (no MuJoCo or Brax
 import) and a task whose extra is not installed is marked, failing only when it is used.
@@ -26,6 +30,7 @@ import difflib
 import importlib
 import importlib.metadata
 import importlib.util
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,6 +42,9 @@ FAMILY_GROUP = "limen_jax.task_families"
 TaskFactory = Callable[..., Any]  # builds a limen_jax.task.Task (not imported: task.py imports this)
 # A family maps an environment name to a task factory ("module:function" or a callable).
 FamilyResolver = Callable[[str], TaskFactory]
+
+# The environment of a family name read from a file: a plain name, never code or a path out.
+_ENV = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,99}")
 
 _REGISTERED: dict[str, TaskFactory | str] = {}
 _FAMILIES: dict[str, FamilyResolver | str] = {}
@@ -152,6 +160,22 @@ def factory_for(name: str) -> TaskFactory:
         f"unknown task {name!r}; registered: {', '.join(registered_tasks())}; "
         f"families: {', '.join(f'{p}:<env>' for p in sorted(fams))}"
     )
+
+
+def check_recorded(name: Any, where: str) -> str:
+    """``name``, a task name read from a file (``where``: the file), when resolving it imports
+    and calls only registered code: a task of :func:`register` or an entry point, one built in
+    this process, or ``<family>:<env>`` of a registered family. ValueError (one line, naming
+    the file) for anything else, a ``module:function`` above all, before anything is imported."""
+    if not isinstance(name, str) or not 0 < len(name) <= 200:
+        raise ValueError(f"{where}: task is not a task name: {ascii(name)[:60]}")
+    if name in _REGISTERED or name in _BUILT or name in _entry_points():
+        return name
+    prefix, sep, env = name.partition(":")
+    if sep and prefix in _all_families() and _ENV.fullmatch(env):
+        return name
+    raise ValueError(f"{where}: task {ascii(name)[:80]} is not a registered task nor <family>:<env> of a registered "
+                     "family; a run directory names no code to import (register the task to use it)")
 
 
 def make(name: str, **params: float) -> Any:

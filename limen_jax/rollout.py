@@ -156,20 +156,21 @@ def _load(args: argparse.Namespace, plan: dict[str, Any]) -> tuple[Any, Any, Any
     from limen_jax.interface import default_interface
     from limen_jax.policies import load_policy
     from limen_jax.program import compile_interface
-    from limen_jax.registry import task_problem
+    from limen_jax.registry import check_recorded, task_problem
+    from limen_jax.run import reader
     from limen_jax.task import make
 
-    run = _run_config(args.run_dir)
     try:
-        policy = load_policy(plan["dir"])
+        run = _run_config(args.run_dir)
+        # a search run's config names the task as the run resolved it (an entry point or a
+        # family:name); the policy's metadata holds the task's own name. Either is checked
+        # before it is built: a file names no code to call
+        named = check_recorded(run["task"], str(args.run_dir / "config.json")) if "task" in run else None
+        policy = load_policy(plan["dir"], root=args.run_dir)
         meta = policy.metadata
+        name = named or check_recorded(meta["task"], str(plan["dir"] / "policy.json"))
     except (OSError, ValueError, KeyError) as exc:
         raise BadInput(f"the policy in {plan['dir']} cannot be read: {exc}") from None
-    # a search run's config names the task as the run resolved it (an entry point, a
-    # family:name or module:Class); the policy's metadata holds the task's own name
-    name = str(run.get("task") or meta.get("task") or "")
-    if not name:
-        raise BadInput(f"the policy in {plan['dir']} cannot be read: it names no task")
     try:
         task = make(name)
     except (KeyError, ImportError) as exc:  # e.g. the task's extra is not installed here
@@ -182,21 +183,27 @@ def _load(args: argparse.Namespace, plan: dict[str, Any]) -> tuple[Any, Any, Any
         iface = default_interface(task)
     else:
         program = args.run_dir / "programs" / f"{args.program_id}.py"
-        if not program.is_file():
-            raise BadInput(f"{program} is missing")
-        iface = compile_interface(program.read_text(), task, mode=mode, name=args.program_id)
+        source = reader.read_text(args.run_dir, program)
+        if source is None:
+            raise BadInput(f"{program} is missing, a link out of the run, or larger than "
+                           f"{reader.MAX_PROGRAM_BYTES >> 10} KiB")
+        iface = compile_interface(source, task, mode=mode, name=args.program_id)
     if iface.obs_dim != meta["obs_dim"] or list(iface.reward_terms) != list(meta.get("reward_terms", [])):
         raise BadInput(f"programs/{args.program_id}.py is not the program this policy was trained with")
     return task, iface, policy
 
 
 def _run_config(run_dir: pathlib.Path) -> dict[str, Any]:
-    """The search run's config.json ({} when there is none, e.g. ``train --save-policy``)."""
-    try:
-        config = json.loads((run_dir / "config.json").read_text())
-    except (OSError, ValueError):
+    """The search run's config.json ({} when there is none, e.g. ``train --save-policy``);
+    RunDirError (one line) for one that is a link out of the run, too large or not an object."""
+    from limen_jax.run import reader
+
+    if not reader.exists(run_dir, "config.json"):
         return {}
-    return config if isinstance(config, dict) else {}
+    config = reader.read_json(run_dir, "config.json", "the run's config")
+    if not isinstance(config, dict):
+        raise reader.RunDirError(f"{run_dir / 'config.json'}: not a JSON object")
+    return config
 
 
 def _run_mode(config: dict[str, Any]) -> str:

@@ -10,6 +10,10 @@ Layout::
     programs/<id>.py     every candidate's source
     best_interface.py    the best program so far, with a header of its scores
     progress.png, archive.png   plots
+
+A directory may come from someone else: opening it refuses symlinks among the entries the
+run writes, every write replaces a directory entry instead of following it, and a program
+id must match :data:`limen_jax.run.reader.ID_PATTERN` before it becomes a file name.
 """
 
 from __future__ import annotations
@@ -19,6 +23,14 @@ import os
 import time
 from pathlib import Path
 from typing import Any
+
+from limen_jax.run.reader import RunDirError, append_file, check_id, own_dir, write_file
+
+# What a run writes at its top level: none of them may be a symlink (a planted one would
+# carry a write, or a read, outside the directory).
+OWN_ENTRIES = ("config.json", "config.json.prev", "state.json", "state.json.prev", "events.jsonl",
+               "llm_cache.jsonl", "usage.json", "usage.json.prev", "best.json", "best.json.prev",
+               "best_interface.py", "programs", "policies", "demos.npz")
 
 
 def holds_config(path: str | os.PathLike[str]) -> bool:
@@ -33,18 +45,27 @@ class RunDir:
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True) -> None:
         self.path = Path(path)
+        self.refuse_links()
         if create:
             self.create()
         self.notes: list[str] = []  # what opening the directory repaired, for the run to report
         self._heal_events()
 
+    def refuse_links(self) -> None:
+        """:class:`~limen_jax.run.reader.RunDirError` when an entry the run writes
+        (:data:`OWN_ENTRIES`) is a symlink: a run never makes one."""
+        for name in OWN_ENTRIES:
+            if (self.path / name).is_symlink():
+                raise RunDirError(f"{self.path / name} is a symlink: a run directory holds none "
+                                  "(it would read or write outside the directory)")
+
     def create(self) -> None:
         """Make the directory and its programs/ (ValueError, one line, when it cannot be)."""
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            (self.path / "programs").mkdir(exist_ok=True)
         except OSError as exc:
             raise ValueError(f"cannot create the run directory {self.path}: {exc.strerror or exc}") from None
+        own_dir(self.path, "programs")
 
     def _heal_events(self) -> None:
         """Cut a last line torn by a kill mid-write back to the last complete record, so that
@@ -78,10 +99,7 @@ class RunDir:
     def log(self, event: str, **fields: Any) -> None:
         """Append one event; flushed and fsynced so a kill -9 loses nothing written."""
         record = {"event": event, "time": round(time.time(), 3), **fields}
-        with open(self.events_path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, default=_jsonable) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        append_file(self.events_path, (json.dumps(record, default=_jsonable) + "\n").encode("utf-8"))
 
     def events(self) -> list[dict[str, Any]]:
         if not self.events_path.exists():
@@ -100,7 +118,7 @@ class RunDir:
         old one stays as ``<name>.prev``, the copy a damaged file falls back to."""
         path = self.path / name
         text = json.dumps(data, indent=1, default=_jsonable)
-        if path.exists():
+        if os.path.lexists(path):  # the entry moves (a link is not followed)
             os.replace(path, path.with_name(name + ".prev"))
         write_text_atomic(path, text)
 
@@ -108,45 +126,45 @@ class RunDir:
         """The file's data; if it is missing or damaged but ``<name>.prev`` is good, that
         (noted in :attr:`notes`); None when neither exists. ValueError naming the files when
         what exists cannot be read."""
+        from limen_jax.run.reader import read_json
+
         path = self.path / name
         damaged = []
         for candidate in (path, path.with_name(name + ".prev")):
-            if not candidate.exists():
+            if not os.path.lexists(candidate):
                 continue
             try:
-                data = json.loads(candidate.read_text(encoding="utf-8"))
-            except (ValueError, UnicodeDecodeError) as exc:
-                damaged.append(f"{candidate} ({exc})")
+                data = read_json(self.path, candidate.name, "cut mid-write")
+            except RunDirError as exc:
+                damaged.append(str(exc))
                 continue
             if candidate != path:
                 why = f"is damaged ({damaged[0]})" if damaged else "is missing (a kill between two writes)"
                 self.notes.append(f"{path} {why}; using the previous copy {candidate.name}")
             return data
         if damaged:
-            raise ValueError(f"cannot read {' or '.join(damaged)}; the run cannot resume from it")
+            raise RunDirError(f"cannot read {' or '.join(damaged)}; the run cannot resume from it")
         return None
 
     def write_program(self, program_id: str, code: str) -> None:
-        write_text_atomic(self.path / "programs" / f"{program_id}.py", code)
+        """``programs/<id>.py``; RunDirError for an unsafe id or a programs/ that is a link."""
+        check_id(program_id, "program")
+        write_file(own_dir(self.path, "programs"), f"{program_id}.py", code.encode("utf-8"))
 
     def write_artifacts(self, program_id: str, artifacts: dict[str, bytes]) -> None:
         """The checked program as the engine runs it: serialised StableHLO (``jax.export``)
         of each function, ``programs/<id>.<name>.stablehlo``; empty entries are skipped."""
+        check_id(program_id, "program")
         for name, blob in artifacts.items():
             if blob:
-                path = self.path / "programs" / f"{program_id}.{name}.stablehlo"
-                tmp = path.with_name(path.name + ".tmp")
-                tmp.write_bytes(blob)
-                os.replace(tmp, path)
+                check_id(name, f"program {program_id}'s artifact")
+                write_file(own_dir(self.path, "programs"), f"{program_id}.{name}.stablehlo", blob)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """Write ``path`` atomically, replacing its directory entry (a symlink there is not
+    followed)."""
+    write_file(path.parent, path.name, text.encode("utf-8"))
 
 
 def _jsonable(obj: Any) -> Any:

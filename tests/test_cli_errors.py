@@ -42,7 +42,7 @@ def test_an_engine_bug_prints_the_traceback_and_asks_for_a_report(cli, tmp_path)
 def test_a_bug_inside_a_run_is_reported_the_same_way(tmp_path):
     """Deep inside evolve (past its own handlers for bad input and interrupts)."""
     out = run("evolve", "import limen_jax.loop\nlimen_jax.loop.open_run = boom",
-              ["--task", "toy_task:ToyCorridor", "--run-dir", str(tmp_path / "run")], tmp_path)
+              ["--task", "toy_corridor", "--run-dir", str(tmp_path / "run")], tmp_path)
     assert out.returncode == 1 and "in run_loop\n    state = open_run(" in out.stderr, out.stderr[-2000:]
     assert out.stderr.endswith(f"RuntimeError: boom\n{BUG_LINE}\n"), out.stderr[-2000:]
 

@@ -13,7 +13,9 @@ themselves are not written to the file (only their count).
 - :class:`ReplayClient` answers only from the cache and raises :class:`CacheMiss`
   otherwise.
 
-A line torn by ``kill -9`` is skipped with a warning when the file is read.
+A line torn by ``kill -9`` is skipped with a warning when the file is read; a line that
+parses but is not an answer as the cache writes it (no ``key``, a ``text`` that is no
+string, a negative or NaN cost: a forged file) is refused, :class:`CacheError`.
 
 The file is also the run's ledger (:class:`~limen_jax.llm.cap.Ledger`): every fresh call is one line, so
 its dollars, tokens, retries and failures are summed from the file, and spend made in an
@@ -27,6 +29,7 @@ import datetime
 import hashlib
 import json
 import logging
+import math
 import os
 import threading
 from collections import Counter
@@ -46,6 +49,47 @@ FORMAT_VERSION = 1
 
 class CacheMiss(ClientError):
     """The replay cache has no answer for a request."""
+
+
+class CacheError(ValueError):
+    """A cache line that is not an answer as the cache writes it (a forged or foreign file);
+    the message is one line naming the file, the line and the field."""
+
+
+_USAGE_INTS = ("input_tokens", "output_tokens", "retries")
+
+
+def _checked_entry(entry: Any, where: str) -> tuple[str, Completion]:
+    """(key, answer) of one parsed cache line, every field the ledger or a replay uses typed:
+    ``key`` a string, ``text`` a string, ``error`` null or a string, tokens and retries whole
+    numbers >= 0, ``cost_usd`` a finite number >= 0. :class:`CacheError` otherwise."""
+    if not isinstance(entry, dict):
+        raise CacheError(f"{where}: not a JSON object")
+    if not isinstance(entry.get("key"), str) or not entry["key"]:
+        raise CacheError(f"{where}: key: missing or not a string")
+    answer = entry.get("response")
+    if not isinstance(answer, dict):
+        raise CacheError(f"{where}: response: missing or not a JSON object")
+    if not isinstance(answer.get("text"), str):
+        raise CacheError(f"{where}: response.text: not a string")
+    if answer.get("error") is not None and not isinstance(answer["error"], str):
+        raise CacheError(f"{where}: response.error: neither null nor a string")
+    for name in _USAGE_INTS:
+        v = answer.get(name, 0)
+        if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 2**63:
+            raise CacheError(f"{where}: response.{name}: not a whole number >= 0")
+    cost = answer.get("cost_usd", 0.0)
+    if not isinstance(cost, int | float) or isinstance(cost, bool) or not math.isfinite(cost) or cost < 0:
+        raise CacheError(f"{where}: response.cost_usd: not a finite number >= 0")
+    if answer.get("cached") and cost:
+        raise CacheError(f"{where}: response.cached: a replayed answer costs nothing, this one ${cost}")
+    for name, kind in (("model", str), ("cached", bool), ("metadata", dict)):
+        if name in answer and not isinstance(answer[name], kind):
+            raise CacheError(f"{where}: response.{name}: not a {kind.__name__}")
+    try:
+        return entry["key"], Completion.from_dict(answer)
+    except (TypeError, ValueError) as exc:
+        raise CacheError(f"{where}: response: {exc}") from None
 
 
 def _keyed_user(user: str, images: Sequence[str]) -> str:
@@ -82,18 +126,26 @@ class ResponseCache:
             self._load()
 
     def _load(self) -> None:
-        with self.path.open(encoding="utf-8") as f:
-            for number, line in enumerate(f, 1):
-                if not line.strip():
+        """Read every line: one cut by a kill (not JSON) is skipped and counted; a line that is
+        JSON but not an answer as :meth:`put` writes it is refused (:class:`CacheError`
+        naming the file, the line and the field), so that no forged cost or answer gets in."""
+        with self.path.open("rb") as f:
+            for number, raw in enumerate(f, 1):
+                if not raw.strip():
+                    continue
+                where = f"{self.path}:{number}"
+                try:
+                    entry = json.loads(raw.decode("utf-8", "replace"))
+                except (json.JSONDecodeError, RecursionError) as err:
+                    self.skipped_lines += 1
+                    log.warning("%s: skipping unreadable cache line (%s)", where, err)
                     continue
                 try:
-                    entry = json.loads(line)
-                    response = Completion.from_dict(entry["response"])
-                except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
-                    self.skipped_lines += 1
-                    log.warning("%s:%d: skipping unreadable cache line (%s)", self.path, number, err)
-                    continue
-                self._entries[entry["key"]] = response
+                    raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise CacheError(f"{where}: not UTF-8 text") from None
+                key, response = _checked_entry(entry, where)
+                self._entries[key] = response
                 self._count(response)
 
     def __len__(self) -> int:

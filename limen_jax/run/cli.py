@@ -181,19 +181,23 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
 
 
 def recorded_config(replay_from: str | None) -> dict[str, Any] | None:
-    """The config.json of the run ``--replay-from`` names (a run dir or its llm_cache.jsonl),
-    or None when it has none (a bare cache file)."""
+    """The config.json of the run ``--replay-from`` (or ``--resume``) names (a run dir or its
+    llm_cache.jsonl), or None when it has none (a bare cache file); ValueError (one line) when
+    it is unreadable or names a task that is not registered."""
     if not replay_from:
         return None
     src = Path(replay_from)
     path = (src if src.is_dir() else src.parent) / "config.json"
     if not path.is_file():
         return None
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"--replay-from: {path} cannot be read ({exc})") from None
-    return data if isinstance(data, dict) else None
+    from limen_jax.registry import check_recorded
+    from limen_jax.run.reader import read_json
+
+    data = read_json(path.parent, path.name, "the recorded run's config")
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    check_recorded(data.get("task"), str(path))  # before the preset asks the task for its facts
+    return data
 
 
 def config_from_args(args: argparse.Namespace) -> EvolveConfig:

@@ -78,7 +78,7 @@ def resume(
         # checked before RunDir, which would create the directory
         raise FileNotFoundError(f"{run_dir} holds no config.json: not a limen_jax run directory")
     rd = RunDir(run_dir, create=False)
-    config = EvolveConfig.from_dict(merged(rd.read_json("config.json"), overrides or {}))
+    config = recorded_config(rd, overrides or {})
     return start(config, resolve_task(config.task), run_dir, mutator=mutator, verbose=verbose,
                  evaluator=evaluator, handle_signals=handle_signals, allow_changes=True, rd=rd)
 
@@ -99,6 +99,26 @@ def start(config: EvolveConfig, task: Any, run_dir: str | os.PathLike[str], *, m
     return run_loop(config, rd if rd is not None else RunDir(run_dir, create=False), task, mutator=mutator,
                     evaluator=evaluator, verbose=verbose, allow_changes=allow_changes,
                     handle_signals=handle_signals)
+
+
+def recorded_config(rd: RunDir, overrides: dict[str, Any]) -> EvolveConfig:
+    """The config of the run in ``rd`` with ``overrides``: its task checked before anything
+    builds it (:func:`limen_jax.registry.check_recorded`), its fields by the config's own
+    parser; RunDirError (a ValueError, one line naming config.json) otherwise."""
+    from limen_jax.registry import check_recorded
+    from limen_jax.run.reader import RunDirError
+
+    path = rd.path / "config.json"
+    saved = rd.read_json("config.json")
+    if not isinstance(saved, dict):
+        raise RunDirError(f"{path}: not a JSON object")
+    check_recorded(saved.get("task"), str(path))
+    try:
+        config = EvolveConfig.from_dict(merged(saved, overrides))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RunDirError(f"{path}: {exc}") from None
+    check_recorded(config.task, str(path))  # an override may not name code either
+    return config
 
 
 def resolve_task(name: str) -> Any:

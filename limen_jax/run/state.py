@@ -8,10 +8,11 @@ directory is written, and returns the :class:`RunState` the loop executes on.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from limen_jax.config import EvolveConfig, resume_changes
 from limen_jax.modes import program_mode, strategy_for
 from limen_jax.run.pipeline import resolve_pipeline
 from limen_jax.run.repeats import Repeats
+from limen_jax.run.reader import RunDirError, check_state
 from limen_jax.run.run_demos import RunDemos
 from limen_jax.run.run_mutator import RunMutator, settle_llm
 from limen_jax.rundir import RunDir
@@ -82,14 +84,17 @@ def open_run(config: EvolveConfig, rd: RunDir, task: Any, *, mutator: Any, allow
     (nothing written) when the run cannot start; the directory is created last."""
     saved = rd.read_json("config.json")
     state = rd.read_json("state.json")
+    if state is not None:
+        check_state(state, rd.path / "state.json")
     for note in rd.notes:  # what opening the run dir repaired
         say(f"resume: {note}")
     if any("state.json" in n for n in rd.notes):
         rd.log("checkpoint_fallback", message=[n for n in rd.notes if "state.json" in n][0])
     if mutator is None:  # "auto" names one mutator and prices its models for the whole run, resumes included
         config = dataclasses.replace(config, llm=settle_llm(config.llm, saved))
-    strategy = make_strategy(strategy_for(config.search.mode, config.search.strategy), config.search.options,
-                             (state or {}).get("strategy"))
+    with _naming(rd.path / "state.json", "strategy"):
+        strategy = make_strategy(strategy_for(config.search.mode, config.search.strategy), config.search.options,
+                                 (state or {}).get("strategy"))
     pipeline = resolve_pipeline(config.search, config.llm, lookahead=strategy.lookahead,
                                 custom_mutator=mutator is not None, saved=saved)
     config = dataclasses.replace(config, search=dataclasses.replace(config.search, pipeline=pipeline))
@@ -110,14 +115,18 @@ def open_run(config: EvolveConfig, rd: RunDir, task: Any, *, mutator: Any, allow
     finished = state is not None and int(state["iteration"]) >= iterations
     if strategy.asks_llm and not finished:
         run_mutator.check(resumed=saved is not None)
+    if state is not None:
+        _check_spend(rd, run_mutator, state)
     rd.create()
     rd.write_json("config.json", config.to_dict())
     if state is None:
         archive, pending, start = Archive(config.archive), None, 0
         rd.log("run_start", config=config.to_dict(), pid=os.getpid())
     else:
-        archive = Archive.from_dict(state["archive"])
-        pending = [request_from_dict(r) for r in state["pending"]] if state.get("pending") else None
+        with _naming(rd.path / "state.json", "archive"):
+            archive = Archive.from_dict(state["archive"])
+        with _naming(rd.path / "state.json", "pending"):
+            pending = [request_from_dict(r) for r in state["pending"]] if state.get("pending") else None
         start = int(state["iteration"]) + 1
         rd.log("run_resume", from_iteration=start, pid=os.getpid())
         if start > iterations:  # nothing left to run: the name it ran with
@@ -127,6 +136,33 @@ def open_run(config: EvolveConfig, rd: RunDir, task: Any, *, mutator: Any, allow
     return RunState(config, task, mode, strategy, archive, run_mutator, demos, prescreen, iterations, start,
                     pending, _ppo_config(config, task), _limits(config), Clock(t0, last_iter_end=t0),
                     Repeats.of(archive.store, config.search.dedupe), baseline=(state or {}).get("baseline"))
+
+
+@contextlib.contextmanager
+def _naming(path: Path, field: str) -> Iterator[None]:
+    """Turn what rebuilding ``field`` of a checked checkpoint still refuses (a missing key,
+    a value of the wrong type) into one :class:`RunDirError` line naming the file and field."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        if isinstance(exc, RunDirError):
+            raise
+        raise RunDirError(f"{path}: {field}: {type(exc).__name__}: {exc}") from None
+
+
+def _check_spend(rd: RunDir, run_mutator: RunMutator, state: dict[str, Any]) -> None:
+    """Refuse a cache that records less spend than the checkpoint saw paid: lines taken out of
+    llm_cache.jsonl would let a resumed run's cap count less than was spent."""
+    recorded = float(state.get("spend_usd") or 0.0)
+    path = rd.cache_path
+    if recorded <= 0:
+        return
+    from limen_jax.llm.replay import ResponseCache
+
+    ledger = run_mutator.mutator.cache.ledger if run_mutator.mutator is not None else ResponseCache(path).ledger
+    if ledger.cost_usd + 1e-6 < recorded:
+        raise RunDirError(f"{path}: its ledger sums to ${ledger.cost_usd:.6f} but {rd.path / 'state.json'} "
+                          f"recorded ${recorded:.6f} spent: the cache lost entries; the run cannot resume from it")
 
 
 def _ppo_config(config: EvolveConfig, task: Any) -> Any:

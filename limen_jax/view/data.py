@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from limen_jax.archive.grid import Grid, GridSpec
-from limen_jax.view import read
-from limen_jax.view.read import RunDirError
+from limen_jax.run import reader
+from limen_jax.run.reader import RunDirError
 
 FORMAT = 1  # of the dicts this module returns (the page checks it)
 ARCHIVE_VERSION = 1  # the archive format this viewer reads (limen_jax.archive.FORMAT_VERSION)
@@ -62,19 +62,19 @@ class Run:
 def _read_state(root: Path) -> tuple[Any, list[str]]:
     """state.json, or the previous checkpoint (``state.json.prev``) when a kill left it
     missing or cut mid-write, as a resume would use it; the notes say which was read."""
-    if read.exists(root, "state.json"):
+    if reader.exists(root, "state.json"):
         try:
-            return read.read_json(root, "state.json", "the checkpoint was cut mid-write"), []
+            return reader.read_json(root, "state.json", "the checkpoint was cut mid-write"), []
         except RunDirError as damaged:
-            if not read.exists(root, "state.json.prev"):
+            if not reader.exists(root, "state.json.prev"):
                 raise
             why = f"{damaged}"
-    elif read.exists(root, "state.json.prev"):
+    elif reader.exists(root, "state.json.prev"):
         why = f"{root / 'state.json'} is missing (a kill between two checkpoint writes)"
     else:
         raise RunDirError(f"{root} has no checkpoint (state.json) yet: the run was killed in, or is still in, "
                           "its first iteration")
-    state = read.read_json(root, "state.json.prev", "the previous checkpoint is damaged too")
+    state = reader.read_json(root, "state.json.prev", "the previous checkpoint is damaged too")
     return state, [f"{why}; showing the previous checkpoint state.json.prev, as --resume would use it"]
 
 
@@ -84,19 +84,19 @@ def load(path: str | os.PathLike[str]) -> Run:
     if not root.is_dir():
         raise RunDirError(f"{root}: no such directory")
     state_path = root / "state.json"
-    if not read.exists(root, "config.json") and not read.exists(root, "events.jsonl"):
+    if not reader.exists(root, "config.json") and not reader.exists(root, "events.jsonl"):
         raise RunDirError(f"{root} is not a limen_jax run directory (no config.json, no events.jsonl)")
     for name in ("config.json", "events.jsonl"):
-        if not read.exists(root, name):
+        if not reader.exists(root, name):
             raise RunDirError(f"{root} is not a complete run directory: {name} is missing")
-    config = read.read_json(root, "config.json", "the run's config was cut mid-write")
+    config = reader.read_json(root, "config.json", "the run's config was cut mid-write")
     state, notes = _read_state(root)
     if not isinstance(config, dict) or not isinstance(state, dict):
         raise RunDirError(f"{root}: config.json and state.json must each hold a JSON object")
     iteration = state.get("iteration")
-    if iteration is not None and not read._int(iteration, -1, read.MAX_ITERATIONS):
+    if iteration is not None and not reader._int(iteration, -1, reader.MAX_ITERATIONS):
         raise RunDirError(f"{state_path}: iteration {repr(iteration)[:40]} is not a count of iterations this viewer "
-                          f"draws (a whole number from 0 to {read.MAX_ITERATIONS})")
+                          f"draws (a whole number from 0 to {reader.MAX_ITERATIONS})")
     for key in ("usage", "config"):
         if state.get(key) is not None and not isinstance(state[key], dict):
             raise RunDirError(f"{state_path}: {key} must be a JSON object: not a limen_jax checkpoint")
@@ -115,13 +115,13 @@ def load(path: str | os.PathLike[str]) -> Run:
             raise RunDirError(f"{state_path}: program {name} lacks {', '.join(missing)}: written by an older "
                               "version of limen_jax, which this viewer does not read")
         record = {**DEFAULTS, **raw}
-        if not read.well_typed_record(record):
+        if not reader.well_typed_record(record):
             raise RunDirError(f"{state_path}: program {str(record['id'])[:80]} has fields of the wrong type (id, "
                               "iteration, island, parent_ids, success, curves, metadata, ...): not a limen_jax "
                               "checkpoint")
         records[record["id"]] = record
-    if not isinstance(archive.get("config", {}), dict) or not read.grid_size_ok(archive["grid"]):
-        raise RunDirError(f"{state_path}: the archive's grid is malformed or larger than {read.MAX_GRID_CELLS} cells")
+    if not isinstance(archive.get("config", {}), dict) or not reader.grid_size_ok(archive["grid"]):
+        raise RunDirError(f"{state_path}: the archive's grid is malformed or larger than {reader.MAX_GRID_CELLS} cells")
     try:
         config_grid = archive.get("config", {}).get("grid")
         spec = GridSpec.from_dict(config_grid) if config_grid is not None else GridSpec()
@@ -131,7 +131,7 @@ def load(path: str | os.PathLike[str]) -> Run:
                           f"{str(exc)[:200]})") from None
     if saved.spec != spec:
         raise RunDirError(f"{state_path}: the archive's grid does not match its config")
-    events, skipped = read.read_events(root)
+    events, skipped = reader.read_events(root)
     if skipped:
         notes.append(f"{root / 'events.jsonl'}: skipped {skipped} event{'s' if skipped > 1 else ''} with fields of "
                      "the wrong type (not written by limen_jax)")
@@ -170,13 +170,13 @@ def _operator(run: Run, record: dict[str, Any]) -> str:
 def _policy_files(run: Run, program_id: str) -> list[dict[str, Any]] | None:
     """Files kept under ``policies/<id>/`` (names and sizes), or None when no policy was kept."""
     folder = run.path / "policies" / program_id
-    base = read.inside_dir(run.path, run.path / "policies")
-    real = read.inside_dir(run.path, folder)
+    base = reader.inside_dir(run.path, run.path / "policies")
+    real = reader.inside_dir(run.path, folder)
     if base is None or real is None or not real.is_relative_to(base):
         return None
     files = []
-    for p in itertools.islice(sorted(folder.rglob("*")), read.MAX_POLICY_FILES):
-        kept = read.inside(run.path, p)  # a link out of the run is not listed
+    for p in itertools.islice(sorted(folder.rglob("*")), reader.MAX_POLICY_FILES):
+        kept = reader.inside(run.path, p)  # a link out of the run is not listed
         if kept is not None:
             files.append({"name": str(p.relative_to(folder)), "bytes": kept.stat().st_size})
     return files
@@ -427,7 +427,7 @@ def _code(run: Run, program_id: str) -> str:
         return str(record["code"])
     path = run.path / "programs" / f"{program_id}.py"
     if path.name == f"{program_id}.py" and path.parent == run.path / "programs":
-        return read.read_text(run.path, path) or ""  # "" for a link out of the run, or a huge file
+        return reader.read_text(run.path, path) or ""  # "" for a link out of the run, or a huge file
     return ""
 
 

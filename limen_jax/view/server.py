@@ -19,7 +19,7 @@ its Host must name the address the server bound, with its port; a request from a
 origin (Origin, Sec-Fetch-Site) is refused, but for opening the page itself; an action with
 effects (a rollout trains nothing but costs minutes of CPU) is a POST carrying the session's
 token, which only a page of this origin can read. No route maps a URL to a path: the run
-directory is read only through ``data`` (limen_jax/view/read.py keeps it inside the run), and
+directory is read only through ``data`` (limen_jax/run/reader.py keeps it inside the run), and
 the run is re-read when its stamp changes, so a live run is followed without a restart.
 """
 

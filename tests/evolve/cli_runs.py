@@ -25,7 +25,8 @@ Moment = Callable[[Path], bool]  # run dir -> has the run reached the moment to 
 
 def cli_env(*extra: Path) -> dict[str, str]:
     """The environment a CLI run needs: this checkout's package and the toy task beside these
-    tests (``toy_task:ToyCorridor``) first, then ``extra`` and the caller's own PYTHONPATH."""
+    tests (its dist-info registers ``toy_corridor`` by entry point) first, then ``extra`` and
+    the caller's own PYTHONPATH."""
     paths = [str(ROOT), str(HERE), *map(str, extra)]
     if os.environ.get("PYTHONPATH"):
         paths.append(os.environ["PYTHONPATH"])
@@ -58,17 +59,17 @@ def checkpointed(iteration: int) -> Moment:
 
 
 def _command(run_dir: Path, config: dict[str, Any], args: Sequence[str]) -> list[str]:
-    """``python -m limen_jax.evolve --task toy_task:ToyCorridor`` with ``config`` (written beside
+    """``python -m limen_jax.evolve --task toy_corridor`` with ``config`` (written beside
     ``run_dir`` as ``<run_dir name>.json``) and ``args``, into ``run_dir``."""
     cfg = run_dir.parent / f"{run_dir.name}.json"
     cfg.write_text(json.dumps(config))
-    return [sys.executable, "-m", "limen_jax.evolve", "--task", "toy_task:ToyCorridor", "--config", str(cfg), *args,
+    return [sys.executable, "-m", "limen_jax.evolve", "--task", "toy_corridor", "--config", str(cfg), *args,
             "--run-dir", str(run_dir)]
 
 
 def run_cli(run_dir: Path, config: dict[str, Any], args: Sequence[str] = (),
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m limen_jax.evolve --task toy_task:ToyCorridor`` with ``config`` and ``args``
+    """``python -m limen_jax.evolve --task toy_corridor`` with ``config`` and ``args``
     (``--replay-from RUN``, ``--strategy NAME``, ...) run to its end, which must be a success."""
     out = subprocess.run(_command(run_dir, config, args), env=env or cli_env(), capture_output=True, text=True,
                          timeout=900)
@@ -78,7 +79,7 @@ def run_cli(run_dir: Path, config: dict[str, Any], args: Sequence[str] = (),
 
 def kill_9(run_dir: Path, config: dict[str, Any], moment: Moment, args: Sequence[str] = (),
            env: dict[str, str] | None = None) -> dict[str, Any] | None:
-    """Start ``python -m limen_jax.evolve --task toy_task:ToyCorridor`` with ``config`` (written
+    """Start ``python -m limen_jax.evolve --task toy_corridor`` with ``config`` (written
     beside ``run_dir``) and ``args``; SIGKILL it once ``moment(run_dir)``, which it must reach
     alive within 10 minutes; returns the checkpoint it left (None if none yet)."""
     cmd = _command(run_dir, config, args)

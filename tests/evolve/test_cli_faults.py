@@ -19,7 +19,7 @@ from limen_jax.config import RESUMABLE, EvolveConfig
 from limen_jax.llm.factory import settled
 from limen_jax.run.cli import main
 
-TOY = "--task toy_task:ToyCorridor "
+TOY = "--task toy_corridor "
 REFUSED = "{run} holds a run with another config (differs in %s); a resume may change only " + \
     ", ".join(sorted(RESUMABLE)) + "; or choose a new --run-dir"
 NO_KEY = ("ANTHROPIC_API_KEY is not set: export it to use Claude, or run with --mutator offline (no network) or "
@@ -82,7 +82,7 @@ def inputs(tmp_path_factory) -> Path:
     (d / "list.json").write_text("[1, 2]")
     (d / "bad.json").write_text("{bad")
     over = toy_config(search={"pipeline": "off"})
-    config = EvolveConfig.from_dict({**EvolveConfig.preset_for("toy_task:ToyCorridor").to_dict(), **over})
+    config = EvolveConfig.from_dict({**EvolveConfig.preset_for("toy_corridor").to_dict(), **over})
     for name, mutator in (("run", "offline"), ("claude", "anthropic")):
         (d / name).mkdir()
         llm = settled(dataclasses.replace(config.llm, mutator=mutator))  # as a run records it: model, prices
@@ -111,24 +111,24 @@ def test_replay_takes_the_recorded_runs_config_and_refuses_another_task(tmp_path
     cfg = toy_config(search={"iterations": 1, "candidates": 2, "seeds": 1})
     (tmp_path / "cfg.json").write_text(json.dumps(cfg))
     first = tmp_path / "first"
-    assert main(["--task", "toy_task:ToyCorridor", "--config", str(tmp_path / "cfg.json"), "--seed", "7",
+    assert main(["--task", "toy_corridor", "--config", str(tmp_path / "cfg.json"), "--seed", "7",
                  "--run-dir", str(first)]) == 0
     capsys.readouterr()
     again = tmp_path / "again"
     assert main(["--replay-from", str(first), "--run-dir", str(again)]) == 0  # no --task, no config, no seed
     out = capsys.readouterr().out
-    assert f"replay: the recorded run's task, configuration and seed (toy_task:ToyCorridor, seed 7) from {first}" in out
+    assert f"replay: the recorded run's task, configuration and seed (toy_corridor, seed 7) from {first}" in out
     recorded, replayed = lj.resume(first, verbose=False), lj.resume(again, verbose=False)
     assert summary(replayed) == summary(recorded)
     saved = json.loads((again / "config.json").read_text())
     assert saved["seed"] == 7 and saved["llm"]["mutator"] == "replay"
     assert {k: saved["cascade"][k] for k in cfg["cascade"]} == cfg["cascade"]
     # the README's form, with the same task, works too; another task is refused before anything is made
-    assert main(["--task", "toy_task:ToyCorridor", "--replay-from", str(first), "--run-dir", str(tmp_path / "r3")]) == 0
+    assert main(["--task", "toy_corridor", "--replay-from", str(first), "--run-dir", str(tmp_path / "r3")]) == 0
     capsys.readouterr()
     assert main(["--task", "xland_easy", "--replay-from", str(first), "--run-dir", str(tmp_path / "r4")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "replays a run of task 'toy_task:ToyCorridor', not 'xland_easy'" in err
+    assert err.count("\n") == 1 and "replays a run of task 'toy_corridor', not 'xland_easy'" in err
     assert not (tmp_path / "r4").exists()
 
 
@@ -139,11 +139,11 @@ def test_resume_refuses_what_is_not_a_run_and_a_changed_task(tmp_path, capsys):
     assert not nothing.exists()  # nothing created
     run = tmp_path / "run"
     (tmp_path / "cfg.json").write_text(json.dumps(toy_config(search={"iterations": 0, "candidates": 1, "seeds": 1})))
-    assert main(["--task", "toy_task:ToyCorridor", "--config", str(tmp_path / "cfg.json"), "--run-dir", str(run)]) == 0
+    assert main(["--task", "toy_corridor", "--config", str(tmp_path / "cfg.json"), "--run-dir", str(run)]) == 0
     capsys.readouterr()
     assert main(["--resume", str(run), "--task", "xland_easy"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "the run's task is 'toy_task:ToyCorridor'; --task xland_easy would change it" in err
+    assert err.count("\n") == 1 and "the run's task is 'toy_corridor'; --task xland_easy would change it" in err
     assert main(["--resume", str(run), "--mode", "obs_only"]) == 2
     assert "search.mode" in capsys.readouterr().err
 

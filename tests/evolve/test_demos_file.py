@@ -67,7 +67,7 @@ def test_the_library_refuses_before_making_the_run_dir(tmp_path, good):
     path, why = bad_files(tmp_path, good)["action shape"]
     run = tmp_path / "run"
     with pytest.raises(ValueError, match=why.replace("(", r"\(").replace(")", r"\)")):
-        lj.evolve("toy_task:ToyCorridor", {"llm": {"mutator": "offline"},
+        lj.evolve("toy_corridor", {"llm": {"mutator": "offline"},
                                           "search": {"strategy": "grace", "demos": str(path)}},
                   run_dir=run, verbose=False)
     assert not run.exists()

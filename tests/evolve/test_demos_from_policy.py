@@ -33,7 +33,7 @@ def train(tmp_path, steps):
     program = tmp_path / "reference.py"
     program.write_text(REFERENCE)
     out = tmp_path / f"ref{steps}"
-    assert train_main(["--task", "toy_task:ToyCorridor", "--interface", str(program), "--seeds", "1",
+    assert train_main(["--task", "toy_corridor", "--interface", str(program), "--seeds", "1",
                        "--steps", str(steps), *PPO, "--save-policy", str(out)]) == 0
     return out
 
@@ -44,7 +44,7 @@ def written(tmp_path_factory):
     ref, early = train(tmp, 16_384), train(tmp, 512)
     out = tmp / "toy_demos.npz"
     argv = ["--from-policy", str(ref), "reference", "--episodes", "8", "--random", "6",
-            "--negatives-from", str(early), "reference", "--task", "toy_task:ToyCorridor", "--out", str(out)]
+            "--negatives-from", str(early), "reference", "--task", "toy_corridor", "--out", str(out)]
     return tmp, ref, out, argv
 
 
@@ -83,7 +83,7 @@ def test_prescreen_demos_accepts_it(written):
     tmp, _, out, argv = written
     if not out.exists():
         assert demos_main(argv) == 0
-    run = lj.evolve("toy_task:ToyCorridor", {"seed": 1, "llm": {"mutator": "offline"},
+    run = lj.evolve("toy_corridor", {"seed": 1, "llm": {"mutator": "offline"},
                                              "search": {"iterations": 0, "candidates": 2, "prescreen": "demos:0.5",
                                                         "demos": str(out)},
                                              "cascade": {"full_steps": 2_000}},

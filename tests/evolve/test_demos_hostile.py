@@ -151,7 +151,7 @@ def test_the_cli_refuses_a_crafted_file_in_one_line_before_the_run_dir(tmp_path:
     path = write_zip(tmp_path / "lying.npz", members)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     run = tmp_path / "run"
-    out = subprocess.run([sys.executable, "-m", "limen_jax.evolve", "--task", "toy_task:ToyCorridor", "--strategy",
+    out = subprocess.run([sys.executable, "-m", "limen_jax.evolve", "--task", "toy_corridor", "--strategy",
                           "grace", "--mutator", "offline", "--demos", str(path), "--run-dir", str(run)],
                          capture_output=True, text=True, cwd=Path(__file__).parent, env=env, timeout=600)
     assert out.returncode == 2, out.stderr

@@ -30,7 +30,7 @@ MOMENTS = {
 
 @pytest.fixture(scope="module")
 def whole(tmp_path_factory):
-    return lj.evolve("toy_task:ToyCorridor", CONFIG, run_dir=tmp_path_factory.mktemp("whole") / "run", verbose=False)
+    return lj.evolve("toy_corridor", CONFIG, run_dir=tmp_path_factory.mktemp("whole") / "run", verbose=False)
 
 
 def same_run(run_dir: Path, whole) -> None:

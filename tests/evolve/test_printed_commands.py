@@ -57,7 +57,7 @@ class Broken(EvaluatorBase):
 
 
 def test_the_resume_command_after_a_stop_finishes_the_run(tmp_path, capsys):
-    stopped = lj.evolve("toy_task:ToyCorridor", CONFIG, run_dir=tmp_path / "run", evaluator=Broken())
+    stopped = lj.evolve("toy_corridor", CONFIG, run_dir=tmp_path / "run", evaluator=Broken())
     assert not stopped.complete
     out = capsys.readouterr().out
     assert "stopped (engine): the evaluator failed: RuntimeError: the cluster went away" in out
@@ -68,7 +68,7 @@ def test_the_resume_command_after_a_stop_finishes_the_run(tmp_path, capsys):
 
 def test_the_flags_a_missing_key_suggests_start_the_run(tmp_path):
     (tmp_path / "cfg.json").write_text(json.dumps(CONFIG))
-    command = ["-m", "limen_jax.evolve", "--task", "toy_task:ToyCorridor", "--config", "cfg.json", "--mutator",
+    command = ["-m", "limen_jax.evolve", "--task", "toy_corridor", "--config", "cfg.json", "--mutator",
                "anthropic"]
     refused = run([*command, "--run-dir", "first"], tmp_path, without_key=True)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr[-2000:]
@@ -83,7 +83,7 @@ def test_the_flags_a_missing_key_suggests_start_the_run(tmp_path):
 
 def test_the_rollout_command_train_prints_rolls_the_policy_out(tmp_path):
     ppo = [f"{k}={json.dumps(v).replace(' ', '')}" for k, v in TINY_PPO.items()]
-    trained = run(["-m", "limen_jax.train", "--task", "toy_task:ToyCorridor", "--default", "--seeds", "1", "--steps",
+    trained = run(["-m", "limen_jax.train", "--task", "toy_corridor", "--default", "--seeds", "1", "--steps",
                    "512", "--save-policy", "policy", "--ppo", *ppo], tmp_path)
     assert trained.returncode == 0, trained.stderr[-2000:]
     rolled = run([*printed(r"saved 1 policies in [\d.]+ s: (python -m limen_jax\.rollout .+)", trained.stdout),

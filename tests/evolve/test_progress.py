@@ -15,7 +15,7 @@ from pathlib import Path
 from limen_jax.progress import Progress
 
 HERE = Path(__file__).parent
-TOY = ["--task", "toy_task:ToyCorridor", "--iterations", "1", "--candidates", "2", "--seeds", "2",
+TOY = ["--task", "toy_corridor", "--iterations", "1", "--candidates", "2", "--seeds", "2",
        "--full-steps", "2048", "--mutator", "offline"]
 
 

@@ -40,7 +40,7 @@ def test_dict_terms_train_show_their_curves_and_the_best_policy_rolls_out(tmp_pa
     mutator = WritesTerms()
     # pipeline off: iteration 1 mutates iteration 0's program
     config = toy_config(search={"iterations": 1, "candidates": 1, "seeds": 2, "pipeline": "off"})
-    run = lj.evolve("toy_task:ToyCorridor", config, run_dir=tmp_path / "run", mutator=mutator, verbose=False)
+    run = lj.evolve("toy_corridor", config, run_dir=tmp_path / "run", mutator=mutator, verbose=False)
     assert run.complete and [r.id for r in run.records] == ["it0000-c00", "it0001-c00"]
     first = run.records[0]
     assert first.thought == "Reward reaching the goal and each step closer."
@@ -78,6 +78,6 @@ def test_dict_terms_train_show_their_curves_and_the_best_policy_rolls_out(tmp_pa
 
 def test_keep_policies_none_keeps_nothing(tmp_path):
     config = toy_config(search={"iterations": 0, "candidates": 1, "seeds": 1})
-    run = lj.evolve("toy_task:ToyCorridor", {**config, "keep_policies": "none"}, run_dir=tmp_path / "none",
+    run = lj.evolve("toy_corridor", {**config, "keep_policies": "none"}, run_dir=tmp_path / "none",
                     mutator=WritesTerms(), verbose=False)
     assert run.best is not None and not (run.run_dir / "policies").exists()

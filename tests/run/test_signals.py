@@ -32,7 +32,7 @@ CONFIG = toy_config(search={"iterations": 1, "pipeline": "off"})
 
 @pytest.fixture(scope="module")
 def whole(tmp_path_factory):
-    return lj.evolve("toy_task:ToyCorridor", CONFIG, run_dir=tmp_path_factory.mktemp("whole") / "run", verbose=False)
+    return lj.evolve("toy_corridor", CONFIG, run_dir=tmp_path_factory.mktemp("whole") / "run", verbose=False)
 
 
 def events(run_dir: Path) -> list[dict]:
@@ -53,7 +53,7 @@ def training(log: list[dict]) -> bool:
 def interrupt(tmp_path: Path, when, signals: list[int]) -> tuple[Path, int, str]:
     run_dir = tmp_path / "run"
     (tmp_path / "cfg.json").write_text(json.dumps(CONFIG))
-    cmd = [sys.executable, "-m", "limen_jax.evolve", "--task", "toy_task:ToyCorridor", "--config",
+    cmd = [sys.executable, "-m", "limen_jax.evolve", "--task", "toy_corridor", "--config",
            str(tmp_path / "cfg.json"), "--run-dir", str(run_dir)]
     proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 240
@@ -166,7 +166,7 @@ def test_a_ctrl_c_while_starting_says_what_it_left(tmp_path, where):
     patch, said = STARTS[where]
     run_dir, mark = tmp_path / "run", tmp_path / "stalled"
     (tmp_path / "cfg.json").write_text(json.dumps(toy_config(search={"iterations": 0, "candidates": 1, "seeds": 1})))
-    argv = ["--task", "toy_task:ToyCorridor", "--config", str(tmp_path / "cfg.json"), "--run-dir", str(run_dir)]
+    argv = ["--task", "toy_corridor", "--config", str(tmp_path / "cfg.json"), "--run-dir", str(run_dir)]
     code = STALL.format(mark=str(mark), patch=patch, argv=argv)
     proc = subprocess.Popen([sys.executable, "-c", code], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -221,7 +221,7 @@ def whole_llm(tmp_path_factory):
     with FakeAnthropic(responder=Model()) as fake, pytest.MonkeyPatch.context() as mp:
         mp.setenv("ANTHROPIC_API_KEY", "test-key")
         mp.setenv("ANTHROPIC_BASE_URL", fake.url)
-        return lj.evolve("toy_task:ToyCorridor", LLM_CONFIG, run_dir=tmp_path_factory.mktemp("llm") / "run",
+        return lj.evolve("toy_corridor", LLM_CONFIG, run_dir=tmp_path_factory.mktemp("llm") / "run",
                          verbose=False)
 
 

@@ -71,7 +71,7 @@ def test_rejected_before_training_and_told_to_the_llm(tmp_path):
 def test_a_task_without_an_expert_needs_demos(tmp_path, capsys):
     from limen_jax.run.cli import main
 
-    assert main(["--task", "toy_task:ToyCorridor", "--prescreen", "demos", "--mutator", "offline",
+    assert main(["--task", "toy_corridor", "--prescreen", "demos", "--mutator", "offline",
                  "--run-dir", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: --prescreen demos: task 'toy_corridor' has no scripted expert to build demonstrations "
@@ -93,7 +93,7 @@ def test_demonstrations_supplied_with_demos(tmp_path):
     mine = demos.from_episodes(demos.rollout(task, walk, jax.random.key(0), 4), "expert").extend(
         demos.from_episodes(demos.rollout(task, demos.random_policy(task), jax.random.key(1), 4), "random"))
     path = mine.save(tmp_path / "mine.npz")
-    run = lj.evolve("toy_task:ToyCorridor", {"seed": 1, "llm": {"mutator": "offline"},
+    run = lj.evolve("toy_corridor", {"seed": 1, "llm": {"mutator": "offline"},
                                              "search": {"iterations": 0, "candidates": 2, "prescreen": "demos:1.0",
                                                         "demos": str(path)},
                                              "cascade": {"full_steps": 2_000}},

@@ -57,7 +57,7 @@ def test_the_evolve_cli_runs_a_search_through_ray_end_to_end(tmp_path):
     """First in this module: the CLI starts its own local Ray before the tests' cluster exists."""
     run, cfg = tmp_path / "run", tmp_path / "toy.json"
     cfg.write_text(json.dumps(toy_config()))  # 2 from scratch + 1 iteration x 2 children, tiny PPO
-    cmd = [sys.executable, "-m", "limen_jax.evolve", "--task", "toy_task:ToyCorridor", "--config", str(cfg),
+    cmd = [sys.executable, "-m", "limen_jax.evolve", "--task", "toy_corridor", "--config", str(cfg),
            "--evaluator", "ray", "--ray-actors", "2", "--run-dir", str(run)]  # fmt: skip
     done = subprocess.run(cmd, cwd=tmp_path, env=cli_env(), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -71,7 +71,7 @@ def test_each_iteration_reflects_on_the_best_of_the_last_batch_as_sent(tmp_path,
     with FakeAnthropic(responder=ScriptedModel()) as fake:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
-        run = lj.evolve("toy_task:ToyCorridor", config, run_dir=tmp_path / "run", verbose=False)
+        run = lj.evolve("toy_corridor", config, run_dir=tmp_path / "run", verbose=False)
     assert run.complete and len(run.records) == 6
     users = [r["body"]["messages"][0]["content"] for r in fake.requests]
     by_iteration = {it: [r for r in run.records if r.iteration == it] for it in range(2)}
@@ -129,7 +129,7 @@ def test_cli_run_and_its_replay_are_the_same_run(tmp_path):
     (tmp_path / "cfg.json").write_text(json.dumps(cfg))
     runs = {}
     for name, extra in (("first", []), ("replayed", ["--replay-from", str(tmp_path / "first")])):
-        out = subprocess.run([sys.executable, "-m", "limen_jax.evolve", "--task", "toy_task:ToyCorridor",
+        out = subprocess.run([sys.executable, "-m", "limen_jax.evolve", "--task", "toy_corridor",
                               "--strategy", "eureka", "--config", str(tmp_path / "cfg.json"), "--run-dir",
                               str(tmp_path / name), *extra], env=ENV, capture_output=True, text=True, timeout=600)
         assert out.returncode == 0, out.stderr[-2000:]
@@ -152,7 +152,7 @@ CHEAP = toy_config(search={"strategy": "eureka", "iterations": 1, "candidates": 
 
 @pytest.mark.slow  # ~40 s; the CLI run and its replay stay in the default suite
 def test_cli_run_killed_with_9_while_a_reflect_batch_trains_resumes_to_the_same_run(tmp_path):
-    whole = lj.evolve("toy_task:ToyCorridor", CHEAP, run_dir=tmp_path / "whole", verbose=False)
+    whole = lj.evolve("toy_corridor", CHEAP, run_dir=tmp_path / "whole", verbose=False)
     first = [r for r in whole.records if r.iteration == 0]
     best = max(first, key=lambda r: r.success)  # the first of equals, as the strategy takes it
     assert len(whole.records) == 6 and all(r.parent_ids == [best.id] for r in whole.records[3:])

@@ -299,13 +299,13 @@ def brief(run):
 
 @pytest.fixture(scope="module")
 def whole(tmp_path_factory):
-    return lj.evolve("toy_task:ToyCorridor", CONFIG, run_dir=tmp_path_factory.mktemp("mcts") / "run", verbose=False)
+    return lj.evolve("toy_corridor", CONFIG, run_dir=tmp_path_factory.mktemp("mcts") / "run", verbose=False)
 
 
 def test_a_first_level_run_verifies_its_nodes_and_stops_at_its_budget(tmp_path):
     config = toy_config(search={"strategy": "mcts", "iterations": 5, "candidates": 2,
                                 "options": {"budget": 2, "first_level": 2}})
-    run = lj.evolve("toy_task:ToyCorridor", config, run_dir=tmp_path / "run", verbose=False)
+    run = lj.evolve("toy_corridor", config, run_dir=tmp_path / "run", verbose=False)
     assert run.stopped == "finished early: budget of 2 programs expanded"  # expand, verify, stop
     state = tree_of(run.run_dir)
     assert (state["t"], state["phase"]) == (2, "verify")
@@ -319,7 +319,7 @@ def test_a_run_with_leaves_k_trains_k_children_per_expansion(tmp_path):
     config = toy_config(search={"strategy": "mcts", "iterations": 9, "candidates": 8, "seeds": 1,
                                 "options": {"budget": 6, "first_level": 3, "leaves": 3}},
                         cascade={"short_steps": 0, "full_steps": 1024})
-    run = lj.evolve("toy_task:ToyCorridor", config, run_dir=tmp_path / "run", verbose=False)
+    run = lj.evolve("toy_corridor", config, run_dir=tmp_path / "run", verbose=False)
     # batches: first level (3), verify, an expansion of 3 leaves, verify; t = 6 = budget
     assert run.stopped == "finished early: budget of 6 programs expanded"
     assert collections.Counter(r.iteration for r in run.records) == {0: 3, 2: 3}  # search.candidates (8): no part
@@ -360,7 +360,7 @@ def test_an_offline_run_grows_the_tree_and_stops_at_its_budget(whole):
 @pytest.mark.slow
 def test_stopped_and_resumed_it_is_the_same_tree(whole, tmp_path):
     run_dir = tmp_path / "run"
-    lj.evolve("toy_task:ToyCorridor", toy_config(**{**CONFIG, "search": {**CONFIG["search"], "iterations": 2}}),
+    lj.evolve("toy_corridor", toy_config(**{**CONFIG, "search": {**CONFIG["search"], "iterations": 2}}),
               run_dir=run_dir, verbose=False)
     assert tree_of(run_dir)["phase"] == "expand"  # stopped after the expansion, before its verification
     again = lj.resume(run_dir, {"search": {"iterations": 5}}, verbose=False)
@@ -374,7 +374,7 @@ def test_stopped_and_resumed_it_is_the_same_tree(whole, tmp_path):
 @pytest.mark.slow
 def test_a_replayed_run_grows_the_same_tree(whole, tmp_path):
     config = {**CONFIG, "llm": {"mutator": "replay", "replay_from": str(whole.run_dir)}}
-    replayed = lj.evolve("toy_task:ToyCorridor", config, run_dir=tmp_path / "replayed", verbose=False)
+    replayed = lj.evolve("toy_corridor", config, run_dir=tmp_path / "replayed", verbose=False)
     assert brief(replayed) == brief(whole)
     assert tree_of(replayed.run_dir) == tree_of(whole.run_dir)
 

@@ -89,7 +89,7 @@ def test_cli_run_stopped_after_a_batch_resumes_into_the_same_run_and_replays(off
     cfg["search"] = {k: v for k, v in CONFIG["search"].items() if k not in ("strategy", "options")}
     (tmp_path / "cfg.json").write_text(json.dumps(cfg))
     run_dir = tmp_path / "cli"
-    first = [sys.executable, "-m", "limen_jax.evolve", "--task", "toy_task:ToyCorridor", "--config",
+    first = [sys.executable, "-m", "limen_jax.evolve", "--task", "toy_corridor", "--config",
              str(tmp_path / "cfg.json"), "--strategy", "rda", "--set", "search.options.iterations=2",
              "--iterations", "3", "--run-dir", str(run_dir)]
     out = subprocess.run(first, env=env, capture_output=True, text=True, timeout=900)

@@ -1,0 +1,336 @@
+"""A run directory from someone else is input, not code: ids that climb out of it, planted
+symlinks, fields of the wrong type, a task that names a function, forged cache lines. Each
+is refused with one line (exit 2 from a CLI, a RunDirError or CacheError in-process),
+writes nothing outside the run and deletes nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from cli_runs import cli_env
+from test_evolve import toy_config
+
+import limen_jax as lj
+from limen_jax.archive import Archive, ArchiveConfig
+from limen_jax.compare import main as compare_main
+from limen_jax.config import assemble
+from limen_jax.llm.replay import CacheError, ResponseCache
+from limen_jax.policies import keep_policies, policy_dir, saved_seeds
+from limen_jax.rollout import main as rollout_main
+from limen_jax.run.reader import RunDirError, check_id, check_policy_meta, check_state, read_events
+from limen_jax.rundir import RunDir
+
+BAD_IDS = ["../../victim", "/etc/passwd", "a" * 300, "caf\u00e9", "..", ".hidden", "a/b", "a\\b", "", 7, None]
+PID = "it0000-c00"
+
+
+def tree(root: Path) -> list[str]:
+    """Every path under ``root`` (links not followed), sorted: what a refusal must leave as it was."""
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def crafted_run(tmp_path: Path, **state: Any) -> Path:
+    """A run directory of the toy task with a checkpoint after generation 0, its fields
+    replaced by ``state``."""
+    run = tmp_path / "run"
+    (run / "programs").mkdir(parents=True)
+    config = assemble("toy_corridor", toy_config()).to_dict()
+    (run / "config.json").write_text(json.dumps(config))
+    archive = Archive(ArchiveConfig.from_dict(config["archive"])).to_dict()
+    checkpoint = {"iteration": 0, "archive": archive, "strategy": None, "pending": None, "spend_usd": 0.0, **state}
+    (run / "state.json").write_text(json.dumps(checkpoint))
+    return run
+
+
+def program_request(pid: str) -> dict[str, Any]:
+    return {"kind": "program", "id": pid, "iteration": 1, "island": 0, "operator": "mutate", "parent_ids": [],
+            "context_ids": [], "system": "s", "user": "u", "sections": [], "rng_seed": 1, "source": "given",
+            "code": "attacker's text"}
+
+
+@pytest.mark.parametrize("bad", BAD_IDS, ids=ascii)
+def test_an_unsafe_id_becomes_no_path(tmp_path, bad):
+    with pytest.raises(RunDirError, match=r"^where: not a program id"):
+        check_id(bad, "where")
+    rd = RunDir(tmp_path / "run")
+    with pytest.raises(RunDirError, match="not a program id"):
+        rd.write_program(bad, "code")
+    with pytest.raises(RunDirError, match="not a program id"):
+        rd.write_artifacts(bad, {"obs": b"hlo"})
+    with pytest.raises(ValueError, match="not a program id"):
+        policy_dir(rd.path, bad, 0)
+    assert tree(tmp_path) == ["run", "run/programs"]
+
+
+def test_a_plain_id_is_one(tmp_path):
+    assert check_id(PID, "where") == PID
+    rd = RunDir(tmp_path / "run")
+    rd.write_program(PID, "code")
+    assert (rd.path / "programs" / f"{PID}.py").read_text() == "code"
+
+
+def test_a_pending_request_that_climbs_out_writes_nothing(tmp_path):
+    run = crafted_run(tmp_path, pending=[program_request("../../victim")])
+    before = tree(tmp_path)
+    with pytest.raises(RunDirError, match=r"state\.json: pending\[0\]\.id: not a program id: '\.\./\.\./victim'"):
+        lj.resume(run, verbose=False)
+    assert tree(tmp_path) == before  # no victim.py, no .stablehlo, no events line
+
+
+def test_an_evaluation_of_an_unknown_program_is_refused_by_name(tmp_path):
+    pending = [{"kind": "eval", "id": "it0001-e00", "iteration": 1, "program_ids": ["it0000-c07"]}]
+    run = crafted_run(tmp_path, pending=pending)
+    with pytest.raises(RunDirError, match=r"pending\[0\]\.program_ids\[0\]: it0000-c07 is not a program of the"):
+        lj.resume(run, verbose=False)
+
+
+@pytest.mark.parametrize(("field", "value", "said"), [
+    ("iteration", "3", r"iteration: not a whole number"),
+    ("iteration", True, r"iteration: not a whole number"),
+    ("archive", [], r"archive\.programs: not a list"),
+    ("pending", "x", r"pending: neither null nor a list"),
+    ("pending", [{"kind": "shell", "id": PID, "iteration": 1}], r"pending\[0\]\.kind: unknown request kind"),
+    ("pending", [{**program_request(PID), "rng_seed": -1}], r"pending\[0\]\.rng_seed"),
+    ("pending", [{**program_request(PID), "user": 42}], r"pending\[0\]\.user: not a string"),
+    ("pending", [{**program_request(PID), "parent_ids": ["/etc"]}], r"pending\[0\]\.parent_ids\[0\]: not a program id"),
+    ("spend_usd", -1.0, r"spend_usd: not a finite number >= 0"),
+    ("spend_usd", float("nan"), r"spend_usd: not a finite number >= 0"),
+    ("usage", [], r"usage: not a JSON object"),
+])
+def test_a_checkpoint_field_of_the_wrong_type_is_named(tmp_path, field, value, said):
+    state = json.loads((crafted_run(tmp_path) / "state.json").read_text())
+    with pytest.raises(RunDirError, match=said):
+        check_state({**state, field: value}, Path("run/state.json"))
+
+
+def test_an_archive_record_that_climbs_out_is_named(tmp_path):
+    state = json.loads((crafted_run(tmp_path) / "state.json").read_text())
+    state["archive"]["programs"] = [{"id": "../x", "code": ""}]
+    with pytest.raises(RunDirError, match=r"archive\.programs\[0\]\.id: not a program id"):
+        check_state(state, Path("state.json"))
+
+
+@pytest.mark.parametrize(("config", "said"), [
+    ([], r"config\.json: not a JSON object"),
+    ({"task": 42}, r"config\.json: task is not a task name: 42"),
+    ({"task": "toy_corridor", "search": "x"}, r"config\.json: .*search"),
+])
+def test_a_config_of_the_wrong_type_is_named(tmp_path, config, said):
+    run = crafted_run(tmp_path)
+    (run / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=said):
+        lj.resume(run, verbose=False)
+
+
+@pytest.mark.parametrize("entry", ["programs", "state.json", "events.jsonl", "llm_cache.jsonl", "policies"])
+def test_a_planted_symlink_is_refused_on_opening(tmp_path, entry):
+    run = crafted_run(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim").write_text("keep me")
+    target = outside if entry in ("programs", "policies") else outside / "victim"
+    if os.path.lexists(run / entry):
+        os.replace(run / entry, run / f"{entry}.moved")
+    (run / entry).symlink_to(target)
+    with pytest.raises(RunDirError, match=f"{entry} is a symlink"):
+        lj.resume(run, verbose=False)
+    assert tree(outside) == ["victim"] and (outside / "victim").read_text() == "keep me"
+
+
+def test_a_planted_file_link_is_replaced_not_followed(tmp_path):
+    rd = RunDir(tmp_path / "run")
+    victim, tmp_victim = tmp_path / "victim.py", tmp_path / "tmp_victim"
+    victim.write_text("keep me")
+    tmp_victim.write_text("keep me too")
+    (rd.path / "programs" / f"{PID}.py").symlink_to(victim)
+    (rd.path / "programs" / f"{PID}.obs.stablehlo.tmp").symlink_to(tmp_victim)
+    rd.write_program(PID, "new")
+    rd.write_artifacts(PID, {"obs": b"hlo"})
+    assert victim.read_text() == "keep me" and tmp_victim.read_text() == "keep me too"
+    assert not (rd.path / "programs" / f"{PID}.py").is_symlink()
+    assert (rd.path / "programs" / f"{PID}.py").read_text() == "new"
+    assert (rd.path / "programs" / f"{PID}.obs.stablehlo").read_bytes() == b"hlo"
+
+
+def test_programs_turned_into_a_link_after_opening_takes_no_write(tmp_path):
+    rd = RunDir(tmp_path / "run")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (rd.path / "programs").rmdir()
+    (rd.path / "programs").symlink_to(outside)
+    with pytest.raises(RunDirError, match="programs is a link or not a folder"):
+        rd.write_program(PID, "code")
+    assert tree(outside) == []
+
+
+RESULT = SimpleNamespace(policies=[object()], success=1.0)  # refused before any policy is saved
+
+
+@pytest.mark.parametrize("planted", ["policies", f"policies/{PID}"])
+def test_a_policies_link_is_neither_followed_nor_deleted_through(tmp_path, planted):
+    run = tmp_path / "run"
+    (run / planted).parent.mkdir(parents=True)
+    outside = tmp_path / "outside"
+    (outside / PID / "seed0").mkdir(parents=True)
+    (run / planted).symlink_to(outside if planted == "policies" else outside / PID)
+    with pytest.raises(RunDirError, match="is a link"):
+        keep_policies(run, [(PID, RESULT)], "all")
+    with pytest.raises(RunDirError, match="is a link"):
+        saved_seeds(run, PID)
+    assert tree(outside) == [PID, f"{PID}/seed0"]
+
+
+def test_an_unsafe_policy_id_deletes_nothing(tmp_path):
+    run = tmp_path / "a" / "run"
+    (run / "policies").mkdir(parents=True)
+    victim = tmp_path / "a" / "victim"
+    victim.mkdir()
+    with pytest.raises(RunDirError, match="not a program id"):
+        keep_policies(run, [("../../victim", RESULT)], "all")
+    assert victim.is_dir()
+
+
+def kept_policy(run: Path, meta: dict[str, Any], task: str = "toy_corridor") -> None:
+    seed = run / "policies" / PID / "seed0"
+    (seed / "arrays").mkdir(parents=True)
+    (seed / "policy.json").write_text(json.dumps(meta))
+    (run / "config.json").write_text(json.dumps({"task": task}))
+
+
+GOOD_META = {"task": "toy_corridor", "seed": 0, "obs_dim": 2, "reward_terms": [], "task_params": {}}
+
+
+@pytest.mark.parametrize(("field", "value"), [("seed", "0"), ("obs_dim", None), ("task", ["x"]),
+                                              ("reward_terms", "r"), ("task_params", {"g": "1"}), ("mode", 3)])
+def test_policy_json_of_the_wrong_type_is_one_line(tmp_path, capsys, field, value):
+    with pytest.raises(RunDirError, match=f"policy.json: {field}: not"):
+        check_policy_meta({**GOOD_META, field: value}, Path("policy.json"))
+    kept_policy(tmp_path / "run", {**GOOD_META, field: value})
+    assert rollout_main([str(tmp_path / "run"), PID]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"policy.json: {field}: not" in err
+
+
+def test_a_policy_whose_arrays_leave_the_run_is_refused(tmp_path, capsys):
+    run = tmp_path / "run"
+    kept_policy(run, GOOD_META)
+    arrays = run / "policies" / PID / "seed0" / "arrays"
+    arrays.rmdir()
+    (tmp_path / "elsewhere").mkdir()
+    arrays.symlink_to(tmp_path / "elsewhere")
+    assert rollout_main([str(run), PID]) == 2
+    assert "is not a folder inside" in capsys.readouterr().err
+
+
+def test_events_of_the_wrong_type_are_skipped_and_counted(tmp_path):
+    lines = [{"event": "iteration", "iteration": 0, "wall_s": 1.5}, {"event": "iteration", "iteration": "3"},
+             {"event": "program", "id": PID, "parents": "it0000-c01"}, {"event": 7}]
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
+    events, skipped = read_events(tmp_path)
+    assert events == lines[:1] and skipped == 2
+
+
+def test_compare_refuses_records_of_the_wrong_type(tmp_path, capsys):
+    run = crafted_run(tmp_path)
+    state = json.loads((run / "state.json").read_text())
+    state["archive"]["programs"] = [{"id": PID, "iteration": "0"}]
+    (run / "state.json").write_text(json.dumps(state))
+    assert compare_main([str(run)]) == 2
+    assert "archive.programs[0].iteration: of the wrong type" in capsys.readouterr().err
+
+
+# --- a task that names a function: nothing may call it --------------------------------------
+
+FUNCTIONS = ["os:abort", "signal:pause", "tempfile:mkdtemp"]
+ENTRIES = {
+    "resume": ["limen_jax.evolve", "--resume", "run"],
+    "replay": ["limen_jax.evolve", "--replay-from", "run", "--run-dir", "again"],
+    "rollout": ["limen_jax.rollout", "run", PID],
+    "demos": ["limen_jax.demos", "--from-policy", "run", PID, "--random", "2", "--out", "demos.npz"],
+}
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRIES))
+@pytest.mark.parametrize("task", FUNCTIONS)
+def test_a_task_naming_a_function_is_never_called(tmp_path, entry, task):
+    kept_policy(tmp_path / "run", {**GOOD_META, "task": task}, task=task)
+    temp = tmp_path / "temp"  # where tempfile:mkdtemp would make its folder
+    temp.mkdir()
+    before = tree(tmp_path)
+    out = subprocess.run([sys.executable, "-m", *ENTRIES[entry]], cwd=tmp_path, env={**cli_env(), "TMPDIR": str(temp)},
+                         capture_output=True, text=True, timeout=120)  # signal:pause would hang to the timeout
+    assert out.returncode == 2, out.stderr[-2000:]  # os:abort would exit 134
+    assert out.stderr.count("\n") == 1 and f"task {task!r} is not a registered task" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert tree(tmp_path) == before and list(temp.iterdir()) == []
+
+
+def test_a_recorded_family_name_still_resolves():
+    from limen_jax.registry import check_recorded
+
+    assert check_recorded("playground:CartpoleBalance", "config.json") == "playground:CartpoleBalance"
+    with pytest.raises(ValueError, match="not a registered task"):
+        check_recorded("playground:../../x", "config.json")
+
+
+# --- the LLM cache: no forged answer, no spend forged downward -------------------------------
+
+def cache_line(**over: Any) -> str:
+    response = {"text": "answer", "model": "m", "cached": False, "error": None, "metadata": {}, "input_tokens": 10,
+                "output_tokens": 5, "cost_usd": 0.01, "retries": 0}
+    entry = {"v": 1, "key": "k" * 64, "sample": "0:0", "system": "s", "user": "u", "response": response}
+    for name, value in over.items():
+        if name == "key":
+            entry.pop("key") if value is None else entry.update(key=value)
+        else:
+            response[name] = value
+    return json.dumps(entry) + "\n"
+
+
+@pytest.mark.parametrize(("over", "said"), [
+    ({"key": None}, r":1: key: missing or not a string"),
+    ({"key": 5}, r":1: key: missing or not a string"),
+    ({"text": 42}, r":1: response\.text: not a string"),
+    ({"cost_usd": -0.5}, r":1: response\.cost_usd: not a finite number >= 0"),
+    ({"cost_usd": float("nan")}, r":1: response\.cost_usd: not a finite number >= 0"),
+    ({"cost_usd": float("inf")}, r":1: response\.cost_usd: not a finite number >= 0"),
+    ({"input_tokens": -3}, r":1: response\.input_tokens: not a whole number >= 0"),
+    ({"retries": 1.5}, r":1: response\.retries: not a whole number >= 0"),
+    ({"cached": True}, r":1: response\.cached: a replayed answer costs nothing"),
+])
+def test_a_forged_cache_line_is_refused_by_line_and_field(tmp_path, over, said):
+    path = tmp_path / "llm_cache.jsonl"
+    path.write_text(cache_line(**over) + cache_line(key="b" * 64))
+    with pytest.raises(CacheError, match=said):
+        ResponseCache(path)
+
+
+def test_a_cache_line_that_is_not_utf8_is_refused(tmp_path):
+    path = tmp_path / "llm_cache.jsonl"
+    path.write_bytes(cache_line().encode().replace(b"answer", b"ans\xffwer"))
+    with pytest.raises(CacheError, match=r":1: not UTF-8 text"):
+        ResponseCache(path)
+
+
+def test_a_well_formed_cache_sums_its_ledger(tmp_path):
+    path = tmp_path / "llm_cache.jsonl"
+    path.write_text(cache_line() + cache_line(key="b" * 64, cost_usd=0.02) + '{"v": 1, "ke')  # a torn last line
+    cache = ResponseCache(path)
+    assert len(cache) == 2 and cache.skipped_lines == 1
+    assert cache.ledger.calls == 2 and abs(cache.ledger.cost_usd - 0.03) < 1e-12 and cache.ledger.input_tokens == 20
+
+
+def test_a_cache_that_lost_spend_is_refused_on_resume(tmp_path):
+    run = crafted_run(tmp_path, spend_usd=0.05)
+    (run / "llm_cache.jsonl").write_text(cache_line())  # $0.01 left of the $0.05 the checkpoint saw paid
+    before = tree(tmp_path)
+    with pytest.raises(RunDirError, match=r"llm_cache\.jsonl: its ledger sums to \$0\.010000 but .*\$0\.050000"):
+        lj.resume(run, verbose=False)
+    assert tree(tmp_path) == before
