@@ -20,8 +20,8 @@ from limen_jax.archive import Archive
 from limen_jax.config import EvolveConfig, resume_changes
 from limen_jax.modes import program_mode, strategy_for
 from limen_jax.run.pipeline import resolve_pipeline
-from limen_jax.run.repeats import Repeats
 from limen_jax.run.reader import RunDirError, check_state
+from limen_jax.run.repeats import Repeats
 from limen_jax.run.run_demos import RunDemos
 from limen_jax.run.run_mutator import RunMutator, settle_llm
 from limen_jax.rundir import RunDir

@@ -71,7 +71,7 @@ def no_provider_env(monkeypatch):
 
 def test_an_openai_run_records_true_spend_across_a_resume_that_raises_the_cap(tmp_path, no_provider_env):
     run, programs = tmp_path / "run", Programs()
-    flags = ["--task", "toy_task:ToyCorridor", "--config", config(tmp_path), "--mutator", "openai", "--model", "M",
+    flags = ["--task", "toy_corridor", "--config", config(tmp_path), "--mutator", "openai", "--model", "M",
              "--set", 'llm.prices={"M": [3, 15]}', "--max-cost", "0.02", "--run-dir", str(run)]
     with FakeOpenAI(responder=lambda body: Reply(programs.text())) as fake:
         no_provider_env.setenv("OPENAI_BASE_URL", fake.url)
@@ -98,7 +98,7 @@ def test_odd_replies_cost_no_program_and_a_replay_needs_no_endpoint(tmp_path, no
         return next(odd, None) if len(fake.requests) % 2 else None
 
     with FakeOpenAI(responder=lambda body: responder(body) or Reply(f"<think>plan</think>{programs.text()}")) as fake:
-        flags = ["--task", "toy_task:ToyCorridor", "--config", config(tmp_path), "--mutator", "openai",
+        flags = ["--task", "toy_corridor", "--config", config(tmp_path), "--mutator", "openai",
                  "--model", "M", "--llm-base-url", fake.url, "--set", 'llm.prices={"M": [3, 15]}',
                  "--run-dir", str(run)]
         assert main(flags) == 0
@@ -109,7 +109,7 @@ def test_odd_replies_cost_no_program_and_a_replay_needs_no_endpoint(tmp_path, no
 
 def test_a_model_without_a_price_is_refused_up_front(tmp_path, capsys, no_provider_env):
     no_provider_env.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    flags = ["--task", "toy_task:ToyCorridor", "--config", config(tmp_path), "--mutator", "openai",
+    flags = ["--task", "toy_corridor", "--config", config(tmp_path), "--mutator", "openai",
              "--model", "nobody-knows", "--run-dir", str(tmp_path / "run")]
     assert main(flags) == 2
     err = capsys.readouterr().err
@@ -124,7 +124,7 @@ def test_an_ensemble_of_two_providers_asks_both_and_keeps_the_cap(tmp_path, no_p
         no_provider_env.setenv("ANTHROPIC_API_KEY", "test-key")
         members = [{"mutator": "openai", "model": "M", "base_url": fake.url, "price": [3, 15]},
                    {"mutator": "anthropic", "model": "claude-sonnet-4-6", "base_url": claude.url}]
-        flags = ["--task", "toy_task:ToyCorridor", "--config", config(tmp_path, models=members, select="fixed"),
+        flags = ["--task", "toy_corridor", "--config", config(tmp_path, models=members, select="fixed"),
                  "--max-cost", "0.02", "--run-dir", str(run)]
         assert main(flags) == 1  # stopped by the cap
         assert main(["--resume", str(run), "--max-cost", "30", "--iterations", "2"]) == 0
