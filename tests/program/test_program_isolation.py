@@ -17,6 +17,7 @@ import sys
 import tempfile
 
 import jax
+import numpy as np
 import pytest
 from program_corpus import GOOD
 
@@ -166,8 +167,12 @@ def test_a_flood_of_output_is_cut_off(
 def test_forged_artifacts_are_refused(
     monkeypatch: pytest.MonkeyPatch, easy_task: Task, easy_sample: Transition
 ) -> None:
-    reply = wire.encode({"ok": True, "code": "x", "obs_dim": 3, "reward_ast_size": 1, "artifacts": ["obs", "reward"]},
-                        [b"not stablehlo", b"\x00" * 16])  # fmt: skip
+    from limen_jax.program.fingerprint import fingerprint
+
+    n = len(easy_sample.reward) if hasattr(easy_sample, "reward") else 4
+    forged = fingerprint("full", np.zeros((n, 3), np.float32), np.zeros(n, np.float32)).to_json()
+    reply = wire.encode({"ok": True, "code": "x", "obs_dim": 3, "reward_ast_size": 1, "artifacts": ["obs", "reward"],
+                         "fingerprint": forged}, [b"not stablehlo", b"\x00" * 16])  # fmt: skip
     script = f"import sys; sys.stdout.buffer.write(b'R' + {reply!r})"
     _fake_worker(monkeypatch, script)
     report = check_source(GOOD, easy_task, sample=easy_sample)

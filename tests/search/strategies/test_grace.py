@@ -115,7 +115,7 @@ def test_a_resumed_grace_run_equals_one_never_stopped(tmp_path):
     whole = lj.evolve("xland_easy", cfg, run_dir=tmp_path / "whole", verbose=False)
     cfg["search"]["iterations"] = 1
     lj.evolve("xland_easy", cfg, run_dir=tmp_path / "part", verbose=False)
-    resumed = lj.evolve.resume(tmp_path / "part", {"search": {"iterations": 2}}, verbose=False)
+    resumed = lj.resume(tmp_path / "part", {"search": {"iterations": 2}}, verbose=False)
     assert brief(resumed) == brief(whole)
     a, b = (json.loads((tmp_path / d / "state.json").read_text())["strategy"] for d in ("whole", "part"))
     assert a == b and len(a["population"]) == 6
