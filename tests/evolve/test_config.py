@@ -137,3 +137,10 @@ def test_budgets_are_checked_where_the_config_is_built():
             build()
         assert str(refused.value) == message
     assert CascadeConfig(short_steps=0, full_steps=1).full_steps == 1 and SearchConfig(programs=None).programs is None
+
+
+def test_the_evolve_cli_takes_every_preset_the_tasks_declare():
+    from limen_jax.task import PRESETS
+
+    for preset in PRESETS:
+        assert config_from_args(_parser().parse_args(["--task", "xland_easy", "--preset", preset])).preset == preset
