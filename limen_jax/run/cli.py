@@ -23,7 +23,7 @@ from limen_jax.search.faults import Interrupted
 
 def _parser() -> argparse.ArgumentParser:
     from limen_jax.config import LLMConfig
-    from limen_jax.task import DEFAULT_BUDGETS
+    from limen_jax.task import DEFAULT_BUDGETS, PRESETS
 
     preset = "(default: the task's --preset budget, below)"
     p = argparse.ArgumentParser(
@@ -34,8 +34,8 @@ def _parser() -> argparse.ArgumentParser:
                f"none gets cpu: {DEFAULT_BUDGETS['cpu'].summary()}; paper: {DEFAULT_BUDGETS['paper'].summary()}.",
     )
     p.add_argument("--task", help="registered task name, family:name or module:Class (python -m limen_jax.tasks)")
-    p.add_argument("--preset", choices=["cpu", "quick", "paper"],
-                   help="budgets (default: cpu; quick: a first look in a few minutes on a CPU)")
+    p.add_argument("--preset", choices=PRESETS,
+                   help="budgets (default: cpu; quick: a first look in a few minutes on a CPU; gpu: the paper's PPO, 8 a batch)")
     p.add_argument("--iterations", type=int, help=f"iterations after the first generation {preset}")
     p.add_argument("--candidates", type=int, help=f"children per iteration, trained together {preset}")
     p.add_argument("--programs", type=int, metavar="N",

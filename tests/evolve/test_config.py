@@ -160,3 +160,10 @@ def test_a_run_saved_before_a_setting_existed_resumes_with_its_value():
     assert config_changes(saved, new) == ([], [])
     saved["search"]["candidates"] = new["search"]["candidates"] + 1
     assert config_changes(saved, new) == ([], ["search.candidates"])
+
+
+def test_the_evolve_cli_takes_every_preset_the_tasks_declare():
+    from limen_jax.task import PRESETS
+
+    for preset in PRESETS:
+        assert config_from_args(_parser().parse_args(["--task", "xland_easy", "--preset", preset])).preset == preset
