@@ -1,7 +1,7 @@
 """``python -m limen_jax.tasks``: list the registered tasks and adapter families.
 
 ``--context NAME`` prints the markdown the LLM is given for that task; ``--budgets NAME``
-its evolve budgets (what ``python -m limen_jax.evolve --preset cpu|paper`` runs by default).
+its evolve budgets (what ``python -m limen_jax.evolve --preset P`` runs by default).
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def main(argv: list[str] | None = None) -> int:
 
         facts = task_facts(args.budgets) or Task  # as EvolveConfig.preset_for reads them
         for preset in PRESETS:
-            print(f"{preset}: {facts.budget(preset).summary()}")
+            declared = preset != "quick" or "quick" in facts.budgets
+            print(f"{preset}: {facts.budget(preset).summary() if declared else 'as cpu (none declared)'}")
         return 0
     if args.context:
         try:

@@ -263,7 +263,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.resume:
             over = resume_overrides(args)
             run_dir = Path(args.resume)
-            print(f"limen_jax: resuming {run_dir} (opening the run)", flush=True)
             evaluator = make_evaluator(args)  # built before the run starts, closed after it
             result = resume(args.resume, over, evaluator=evaluator, handle_signals=True)
         else:
@@ -273,8 +272,6 @@ def main(argv: list[str] | None = None) -> int:
                       f"from {args.replay_from}", flush=True)
             task = resolve_task(config.task)
             run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(config)
-            # within seconds of the command: opening the run (strategy, archive, mutator) takes more
-            print(f"limen_jax: starting {config.task} in {run_dir}", flush=True)
             existed = run_dir.exists()
             evaluator = make_evaluator(args)
             result = start(config, task, run_dir, evaluator=evaluator, handle_signals=True)

@@ -118,6 +118,8 @@ def open_run(config: EvolveConfig, rd: RunDir, task: Any, *, mutator: Any, allow
     if state is not None:
         _check_spend(rd, run_mutator, state)
     rd.create()
+    # the first line, once the run is known to start: bad input stays one line of error
+    say(f"limen_jax: {'resuming' if saved is not None else 'starting'} {config.task} in {rd.path}")
     rd.write_json("config.json", config.to_dict())
     if state is None:
         archive, pending, start = Archive(config.archive), None, 0

@@ -158,8 +158,9 @@ def test_broken_answers_and_crashing_training_never_stop_the_run(tmp_path, monke
         return real(task, interfaces, **kw)
 
     monkeypatch.setattr(rl, "run_cascade", flaky)
-    # BrokenMutator answers by call order: one call in flight at a time keeps that order
-    cfg = toy_config(search={"iterations": 1, "candidates": 6, "seeds": 1}, cascade={"short_steps": 0},
+    # BrokenMutator answers by call order: one call in flight at a time keeps that order; it0001-c05
+    # repeats it0000-c05's program, which must train again (dedupe off) for its training to crash
+    cfg = toy_config(search={"iterations": 1, "candidates": 6, "seeds": 1, "dedupe": False}, cascade={"short_steps": 0},
                      llm={"concurrency": 1})
     run = lj.evolve("toy_corridor", cfg,
                     run_dir=tmp_path / "broken", mutator=BrokenMutator(GOOD), verbose=False)

@@ -360,7 +360,9 @@ def test_an_evaluator_drops_in_through_submit_and_a_future(fake_training, tmp_pa
     run = lj.evolve("toy_corridor", config(search={"iterations": 1}), run_dir=tmp_path / "r", verbose=False,
                     evaluator=remote)
     assert run.complete and fake_training == [] and not remote.closed  # the caller owns it
-    assert [names for names, _, _ in remote.jobs] == [["it0000-c00", "it0000-c01"], ["it0001-c00", "it0001-c01"]]
+    # the baseline is a job of its own in the first batch (its observation is wider than a program's)
+    assert [names for names, _, _ in remote.jobs] == [["it0000-c00", "it0000-c01"], ["toy_corridor:default"],
+                                                      ["it0001-c00", "it0001-c01"]]
     seeds, budget = remote.jobs[0][1], remote.jobs[0][2]
     assert seeds == [0, 1] and (budget.short_steps, budget.full_steps, budget.threshold) == (2048, 2048, 0.0)
     assert [r.success for r in run.records] == [0.25] * 4
@@ -388,8 +390,8 @@ def test_the_next_batch_is_handed_over_to_compile_while_the_current_one_trains(f
     it will train; the default evaluator compiles them ahead (that this changes no result
     is tests/rl/test_trainer.py's)."""
     ev = Preparing()
-    run = lj.evolve("toy_corridor", config(search={"iterations": 2}), run_dir=tmp_path / "p", verbose=False,
-                    evaluator=ev)  # fmt: skip
+    run = lj.evolve("toy_corridor", config(search={"iterations": 2, "baseline": False}), run_dir=tmp_path / "p",
+                    verbose=False, evaluator=ev)  # fmt: skip
     assert run.complete
     first, *later = ev.prepared
     assert [(i.name, i.obs_dim) for i in first] == [("placeholder", 1)] * 2
@@ -469,8 +471,8 @@ def test_plots_are_drawn_after_the_next_batch_is_submitted(fake_training, tmp_pa
                                                                           real(records, *a, **k)))
     ev = Remote()
     ev.submit = lambda job, submit=ev.submit: (order.append(job.interfaces[0].name[:6]), submit(job))[1]
-    run = lj.evolve("toy_corridor", config(search={"iterations": 2}), run_dir=tmp_path / "o", verbose=False,
-                    evaluator=ev)  # fmt: skip
+    run = lj.evolve("toy_corridor", config(search={"iterations": 2, "baseline": False}), run_dir=tmp_path / "o",
+                    verbose=False, evaluator=ev)  # fmt: skip
     assert run.complete and (run.run_dir / "progress.png").exists()
     assert order == ["it0000", "it0001", 2, "it0002", 4, 6], order
 

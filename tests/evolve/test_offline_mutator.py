@@ -57,7 +57,9 @@ def test_render_respects_mode_and_weights(easy):
     g = {"features": ["agent_pos"], "terms": {"goal": 12.5, "step_cost": 0.01}}
     full = render(cat, g)
     assert "def get_observation" in full and "def compute_reward" in full
-    assert "12.5 * t_goal + 0.01 * t_step_cost" in full
+    # named terms: rollout, the viewer and the reward reflection see each one
+    assert '"goal": jnp.asarray(12.5 * t_goal, dtype=jnp.float32)' in full
+    assert '"step_cost": jnp.asarray(0.01 * t_step_cost, dtype=jnp.float32)' in full
     assert "def compute_reward" not in render(cat, g, "obs_only")
     assert "def get_observation" not in render(cat, g, "reward_only")
     assert read_genome("no header here") is None

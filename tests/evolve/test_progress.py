@@ -69,7 +69,7 @@ def test_a_piped_run_prints_its_phases_before_each_report(tmp_path):
     out = subprocess.run([sys.executable, "-m", "limen_jax.evolve", *TOY, "--run-dir", str(tmp_path / "run")],
                          capture_output=True, text=True, env=_env(), timeout=600).stdout
     lines = out.splitlines()
-    assert lines[0] == f"limen_jax: starting toy_task:ToyCorridor in {tmp_path / 'run'}"  # within seconds
+    assert lines[0] == f"limen_jax: starting toy_corridor in {tmp_path / 'run'}"  # within seconds
     assert lines[1].startswith("limen_jax: toy_corridor, mode full")
     for it in (0, 1):
         report = next(i for i, line in enumerate(lines) if line.startswith(f"[iter {it}/1]"))
