@@ -69,9 +69,10 @@ def _summary(result: RunResult) -> str:
     best = result.best
     if best is not None and best.success is not None:
         seeds = ", ".join(f"{s:.2f}" for s in best.success_per_seed)
+        lo, hi = _interval(result.config, best.success_per_seed)
         lines.append(
-            f"best: {best.id} success {best.success:.3f} (seeds {seeds}), obs_dim {best.obs_dim}, "
-            f"reward AST {best.reward_ast_size}"
+            f"best: {best.id} success {best.success:.3f} [{lo:.2f}, {hi:.2f}] (seeds {seeds}), "
+            f"obs_dim {best.obs_dim}, reward AST {best.reward_ast_size}"
         )
         lines.append(f"best interface: {result.run_dir / 'best_interface.py'}")
     lines += baseline_line(result.baseline, best)
@@ -82,3 +83,13 @@ def _summary(result: RunResult) -> str:
             f"${usage['cost_usd']:.2f}"
         )
     return "\n".join(lines)
+
+
+def _interval(config: EvolveConfig, per_seed: list[float]) -> tuple[float, float]:
+    """The 95 % interval of a success over its seeds and their evaluation episodes
+    (:func:`limen_jax.stats.success_interval`) at the run's evaluation budget."""
+    from limen_jax.rl.config import PPOConfig
+    from limen_jax.stats import success_interval
+
+    episodes = PPOConfig.preset(config.task, config.preset).replace(**config.ppo).eval_episodes
+    return success_interval(per_seed, int(episodes))

@@ -68,7 +68,14 @@ def test_run_records_every_step_and_leaves_a_readable_directory(toy_run):
     # the best interface is a file that `check` accepts
     assert main_check(d / "best_interface.py") == 0
     assert any(r.parent_ids for r in toy_run.records if r.iteration > 0)
-    assert "best:" in toy_run.summary()
+    # the best's 95 % interval over its seeds and their evaluation episodes, at the run's episode count
+    from limen_jax.rl.config import PPOConfig
+    from limen_jax.stats import success_interval
+
+    episodes = PPOConfig.preset("toy_corridor", toy_run.config.preset).replace(**toy_run.config.ppo).eval_episodes
+    lo, hi = success_interval(best.success_per_seed, episodes)
+    assert lo <= best.success <= hi
+    assert f"best: {best.id} success {best.success:.3f} [{lo:.2f}, {hi:.2f}] (seeds " in toy_run.summary()
 
 
 def test_each_trained_program_is_stored_as_the_checked_artifact(toy_run):
