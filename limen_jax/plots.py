@@ -118,7 +118,9 @@ def plot_archive(heatmap: np.ndarray, obs_labels: Sequence[str], ast_labels: Seq
     ax.set_xlabel("reward AST nodes")
     ax.set_ylabel("observation dimension")
     whole = part.shape == h.shape
-    ax.set_title(title or "MAP-Elites archive (best success per cell" + ("" if whole else ", occupied region") + ")")
+    # two short lines: a one-line title is wider than a plot of a few cells and is cut off
+    ax.set_title(title or "MAP-Elites archive\nbest success per cell" + ("" if whole else " (occupied region)"),
+                 fontsize=10)
     for (i, j), value in np.ndenumerate(part):  # each filled cell's number
         if np.isfinite(value):
             ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7,

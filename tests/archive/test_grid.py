@@ -146,3 +146,15 @@ def test_the_archive_plot_shows_the_occupied_region():
     assert [t.get_text() for t in ax.get_yticklabels()] == spec.obs_labels()[0:3]
     assert {(t.get_text(), t.get_position()) for t in ax.texts} == {("0.50", (1, 0)), ("0.25", (3, 1))}
     assert "occupied region" in ax.get_title()
+
+
+def test_the_archive_plots_title_fits_even_around_one_cell():
+    from limen_jax.plots import plot_archive
+
+    spec = GridSpec()
+    heat = np.full((spec.num_obs_bins, spec.num_ast_bins), np.nan)
+    heat[0, 11] = 0.94  # one cell: the narrowest plot a run makes
+    fig = plot_archive(heat, spec.obs_labels(), spec.ast_labels())
+    fig.canvas.draw()
+    box, title = fig.bbox, fig.axes[0].title.get_window_extent()
+    assert box.x0 <= title.x0 and title.x1 <= box.x1, (title, box)
