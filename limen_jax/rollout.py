@@ -37,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rollout-seed", type=int, default=0, help="seed of the episodes' start states and actions")
     p.add_argument("--frames", type=pathlib.Path, default=None, help="write episode 0 to this GIF")
     p.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    p.add_argument("--task", help="the task the policy trained on, when the directory names one that is not "
+                   "registered (a module:Class of your own, as train --task took it): a file names no code to "
+                   "import, the command line may")
     return p
 
 
@@ -66,34 +69,38 @@ class RolloutReport:
 
 
 def roll_out(run_dir: str | pathlib.Path, program_id: str, *, seed: int | None = None, episodes: int = 64,
-             rollout_seed: int = 0, frames: bool = False) -> RolloutReport:
+             rollout_seed: int = 0, frames: bool = False, task: str | None = None) -> RolloutReport:
     """Roll out the kept policy of ``program_id`` (the command's work, as a library call:
-    the run viewer calls it). Raises :class:`BadInput` (or a ProgramError) for what cannot
+    the run viewer calls it). task: the recorded task's name, given by the caller (see
+    :func:`load_kept`). Raises :class:`BadInput` (or a ProgramError) for what cannot
     be rolled out."""
     from limen_jax.rl.rollouts import rollouts
 
     if episodes < 1:
         raise BadInput("--episodes must be at least 1")
     start = time.perf_counter()
-    task, iface, policy = load_kept(run_dir, program_id, seed=seed)
-    log = rollouts(task, iface, policy, rollout_seed, episodes, keep_sims=1 if frames else 0)
+    built, iface, policy = load_kept(run_dir, program_id, seed=seed, task=task)
+    log = rollouts(built, iface, policy, rollout_seed, episodes, keep_sims=1 if frames else 0)
     report = RolloutReport(
-        program_id=program_id, seed=int(policy.metadata["seed"]), task=task.name, episodes=episodes,
+        program_id=program_id, seed=int(policy.metadata["seed"]), task=built.name, episodes=episodes,
         success=float(log.success.mean()), returns=float(log.returns.mean()), length=float(log.length.mean()),
         terms=dict(zip(iface.reward_terms, log.episode_terms.mean(0).tolist(), strict=True)), seconds=0.0,
     )
     if frames:
-        report.gif, report.note = _gif(task, log)
+        report.gif, report.note = _gif(built, log)
     report.seconds = time.perf_counter() - start
     return report
 
 
-def load_kept(run_dir: str | pathlib.Path, program_id: str, *, seed: int | None = None) -> tuple[Any, Any, Any]:
+def load_kept(run_dir: str | pathlib.Path, program_id: str, *, seed: int | None = None,
+              task: str | None = None) -> tuple[Any, Any, Any]:
     """The task, the interface compiled again from ``programs/<id>.py`` and the kept policy
-    of ``program_id`` (seed ``seed``, default the first kept) in ``run_dir``. Raises
-    :class:`BadInput` (or a ProgramError) for what cannot be loaded."""
+    of ``program_id`` (seed ``seed``, default the first kept) in ``run_dir``. task: the
+    name the directory records, given by the caller: then it is built even when it is no
+    registered task (the caller, not the file, names the code); another name is refused.
+    Raises :class:`BadInput` (or a ProgramError) for what cannot be loaded."""
     args = argparse.Namespace(run_dir=pathlib.Path(run_dir), program_id=program_id, seed=seed, episodes=1,
-                              frames=None)
+                              frames=None, task=task)
     return _load(args, _plan(args))
 
 
@@ -108,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         r = roll_out(args.run_dir, args.program_id, seed=args.seed, episodes=args.episodes,
-                     rollout_seed=args.rollout_seed, frames=args.frames is not None)
+                     rollout_seed=args.rollout_seed, frames=args.frames is not None, task=args.task)
     except (BadInput, ProgramError) as exc:
         return _fail(str(exc))
     print(f"{r.program_id} seed {r.seed} on {r.task}: success {r.success:.3f} over "
@@ -165,10 +172,17 @@ def _load(args: argparse.Namespace, plan: dict[str, Any]) -> tuple[Any, Any, Any
         # a search run's config names the task as the run resolved it (an entry point or a
         # family:name); the policy's metadata holds the task's own name. Either is checked
         # before it is built: a file names no code to call
-        named = check_recorded(run["task"], str(args.run_dir / "config.json")) if "task" in run else None
         policy = load_policy(plan["dir"], root=args.run_dir)
         meta = policy.metadata
-        name = named or check_recorded(meta["task"], str(plan["dir"] / "policy.json"))
+        recorded = run.get("task", meta["task"])
+        if args.task is not None and args.task != recorded:
+            raise ValueError(f"--task {args.task}: the policy trained on {ascii(recorded)[:80]}")
+        if args.task is not None:
+            name = args.task  # named by the command line: trusted as train --task was
+        elif "task" in run:
+            name = check_recorded(run["task"], str(args.run_dir / "config.json"))
+        else:
+            name = check_recorded(meta["task"], str(plan["dir"] / "policy.json"))
     except (OSError, ValueError, KeyError) as exc:
         raise BadInput(f"the policy in {plan['dir']} cannot be read: {exc}") from None
     try:

@@ -245,8 +245,15 @@ def _save(args: argparse.Namespace, task: Any, iface: Any, result: Any) -> None:
     if mode != "sparse":
         (args.save_policy / "programs").mkdir(parents=True, exist_ok=True)
         write_text_atomic(args.save_policy / "programs" / f"{name}.py", iface.source)
+    from limen_jax.registry import check_recorded
+
+    try:  # a task of one's own (module:Class) is named on rollout's command line: files name no code
+        check_recorded(args.task, "")
+        named = ""
+    except ValueError:
+        named = f" --task {args.task}"
     print(f"saved {len(result.policies[0])} policies in {time.perf_counter() - start:.2f} s: "
-          f"python -m limen_jax.rollout {args.save_policy} {name}")  # fmt: skip
+          f"python -m limen_jax.rollout {args.save_policy} {name}{named}")  # fmt: skip
 
 
 if __name__ == "__main__":

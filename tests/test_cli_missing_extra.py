@@ -20,7 +20,7 @@ HIDE = "import sys\nfor m in ('mujoco', 'brax', 'mujoco_playground'):\n    sys.m
 FAKE_POLICY = """
 import types, limen_jax.rollout, limen_jax.policies
 limen_jax.rollout._plan = lambda args: {"dir": args.run_dir}
-limen_jax.policies.load_policy = lambda d: types.SimpleNamespace(metadata={"task": "go1_push"})
+limen_jax.policies.load_policy = lambda d, root=None: types.SimpleNamespace(metadata={"task": "go1_push"})
 """
 # each CLI prefixes its error lines with "error:" or its own name
 LINE = 'task \'go1_push\' needs the mujoco extra (no module \'mujoco\'): pip install -e ".[mujoco]"\n'

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from limen_jax.catalog import Catalog
+from limen_jax.interface import MAX_REWARD_TERMS
 from limen_jax.llm.client import Answered, Client
 from limen_jax.modes import REQUIRED
 
@@ -67,7 +68,8 @@ def render(catalog: Catalog, genome: Genome, mode: str = "full") -> str:
         for t, _ in terms:
             lines.append(textwrap.indent(f"# {t.name}\n{t.code}", "    "))
         total = " + ".join(f"{w:.4g} * t_{t.name}" for t, w in terms) or "0.0"
-        if genome.get("named", True) and terms:  # a dict reward: one named term per piece (rollout shows each)
+        # a dict reward: one named term per piece (rollout shows each), as many as a reward may name
+        if genome.get("named", True) and 0 < len(terms) <= MAX_REWARD_TERMS:
             named = ", ".join(f'"{t.name}": jnp.asarray({w:.4g} * t_{t.name}, dtype=jnp.float32)' for t, w in terms)
             lines.append(f"    return {{{named}}}")
         else:

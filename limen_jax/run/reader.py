@@ -346,10 +346,13 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 def own_dir(parent: Path, name: str) -> Path:
-    """``parent/name`` as a real folder (made when missing): :class:`RunDirError` when it is a
-    symlink (even to a folder) or not a folder, so a write never lands outside the run."""
+    """``parent/name`` as a real folder (made when missing, with ``parent`` when that is missing:
+    the run's own root, chosen by its user): :class:`RunDirError` when it is a symlink (even
+    to a folder) or not a folder, so a write never lands outside the run."""
     path = parent / name
     try:
+        if not parent.exists() and not parent.is_symlink():
+            parent.mkdir(parents=True)
         path.mkdir(exist_ok=True)
     except OSError as exc:
         raise RunDirError(f"cannot make {path}: {exc.strerror or exc}") from None

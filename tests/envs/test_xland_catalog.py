@@ -40,7 +40,8 @@ def test_route_feature_and_shaping_follow_the_shortest_path_through_the_doors():
     task = lj.make("xland_hard")
     catalog = task.offline_catalog()
     program: dict = {}
-    source = render(catalog, {"features": ["route"], "terms": {"approach_route": 1.0}})
+    # one scalar reward ("named": False), the shaping term's value itself
+    source = render(catalog, {"features": ["route"], "terms": {"approach_route": 1.0}, "named": False})
     exec(compile(source, "route_program", "exec"), program)  # noqa: S102 (the catalog's own source)
     far = program["FAR"]
     keys = jax.random.split(jax.random.key(0), 12)

@@ -86,3 +86,14 @@ def test_priors_steer_draws_and_required_pieces_stay():
         assert "req" in child["features"] and {"goal", "dense"} <= set(child["terms"])
         if "remove_feature:likely" in ops:
             raise AssertionError("removed the 50x feature before the 0.5x ones")
+
+
+def test_a_genome_of_more_terms_than_a_reward_may_name_renders_their_sum(easy, monkeypatch):
+    import limen_jax.llm.offline as offline
+
+    monkeypatch.setattr(offline, "MAX_REWARD_TERMS", 3)  # the bundled catalogs of go1 and Cartpole hold more than 8
+    cat = easy.offline_catalog()
+    names = [t.name for t in cat.terms][:4]
+    code = render(cat, {"features": ["agent_pos"], "terms": dict.fromkeys(names, 1.0)})
+    assert f"    return jnp.asarray(1 * t_{names[0]} + 1 * t_{names[1]}" in code and "return {" not in code
+    assert "    return {" in render(cat, {"features": ["agent_pos"], "terms": dict.fromkeys(names[:3], 1.0)})

@@ -30,10 +30,17 @@ def test_train_saves_policies_and_rollout_prints_success_and_term_sums(tmp_path,
     assert abs(record["eval_terms"]["goal"] - record["success_mean"]) < 1e-6  # paid once per success
     assert len(record["term_curves"]["goal"]) == 16  # one point per update
     assert any(line.startswith("term goal: ") for line in lines)
+    assert any(line.endswith(f"python -m limen_jax.rollout {out} walker --task toy_tasks:Corridor") for line in lines)
     assert sorted(p.name for p in (out / "policies" / "walker").iterdir()) == ["seed0", "seed1"]
     assert (out / "programs" / "walker.py").read_text() == PROGRAM.strip() + "\n"
 
-    assert rollout_main([str(out), "walker", "--seed", "1", "--episodes", "32", "--json"]) == 0
+    # the directory names a module:Class: a file names no code to import, the command line may
+    assert rollout_main([str(out), "walker", "--seed", "1", "--episodes", "32"]) == 2
+    assert "a run directory names no code to import" in capsys.readouterr().err
+    assert rollout_main([str(out), "walker", "--task", "toy_tasks:Other"]) == 2
+    assert "--task toy_tasks:Other: the policy trained on 'toy_tasks:Corridor'" in capsys.readouterr().err
+    assert rollout_main([str(out), "walker", "--seed", "1", "--episodes", "32", "--json",
+                         "--task", "toy_tasks:Corridor"]) == 0, capsys.readouterr()
     lines = capsys.readouterr().out.strip().splitlines()
     result = json.loads(lines[-1])
     assert lines[0].startswith("walker seed 1 on corridor: success ")
@@ -42,7 +49,8 @@ def test_train_saves_policies_and_rollout_prints_success_and_term_sums(tmp_path,
 
     # the corridor does not render: said so, no file
     gif = tmp_path / "ep.gif"
-    assert rollout_main([str(out), "walker", "--episodes", "4", "--frames", str(gif)]) == 0
+    assert rollout_main([str(out), "walker", "--episodes", "4", "--frames", str(gif),
+                         "--task", "toy_tasks:Corridor"]) == 0
     assert "no frames written: task 'corridor' does not render frames" in capsys.readouterr().out
     assert not gif.exists()
 

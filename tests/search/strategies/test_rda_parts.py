@@ -267,7 +267,7 @@ def test_an_episodes_job_carries_the_kept_policy_not_its_path_and_says_why_one_i
 
     stats = ObsStats(np.array([0.5, -1.0], np.float32), np.array([2.0, 3.0], np.float32), np.float32(7.0))
     for seed in (3000, 3001):  # the first kept seed travels
-        save_policy(policy_dir(tmp_path, "it0001-c00", seed), params(seed), stats, {"seed": seed, "task": "toy"})
+        save_policy(policy_dir(tmp_path, "it0001-c00", seed), params(seed), stats, {"seed": seed, "task": "toy", "obs_dim": 2})
     (tmp_path / "policies" / "it0001-c01" / "seed3000").mkdir(parents=True)  # kept, but no checkpoint in it
     kept, damaged = (dataclasses.replace(placeholder_interface(2), name=f"it0001-c0{k}") for k in (0, 1))
     ctx = JobContext(task, PPOConfig(), 3, 2, Budget(0, 2048, 0.0), run_path=str(tmp_path))
@@ -275,7 +275,7 @@ def test_an_episodes_job_carries_the_kept_policy_not_its_path_and_says_why_one_i
     assert job.kind == "episodes" and list(job.seeds) == [3700]
     assert job.options == {"episodes": 3, "frames": 4}
     first, bad, none = job.data["policies"]
-    assert first["metadata"] == {"seed": 3000, "task": "toy"}
+    assert first["metadata"] == {"seed": 3000, "task": "toy", "obs_dim": 2}
     np.testing.assert_array_equal(first["arrays"]["params"]["params"]["Dense_0"]["kernel"],
                                   params(3000)["params"]["Dense_0"]["kernel"])
     np.testing.assert_array_equal(first["arrays"]["obs_stats"]["var"], stats.var)
