@@ -35,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--task", help="registered task name, family:name or module:Class (python -m limen_jax.tasks)")
     p.add_argument("--preset", choices=PRESETS,
-                   help="budgets (default: cpu; quick: a first look in a few minutes on a CPU; gpu: the paper's PPO, 8 a batch)")
+                   help="budgets (default: cpu; quick: a first look in a few minutes on a CPU; gpu: the paper's PPO, "
+                        "8 a batch)")
     p.add_argument("--iterations", type=int, help=f"iterations after the first generation {preset}")
     p.add_argument("--candidates", type=int, help=f"children per iteration, trained together {preset}")
     p.add_argument("--programs", type=int, metavar="N",

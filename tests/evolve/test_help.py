@@ -46,7 +46,8 @@ def test_tasks_prints_a_tasks_budgets():
     out = subprocess.run([sys.executable, "-m", "limen_jax.tasks", "--budgets", "xland_easy"], capture_output=True,
                          text=True, timeout=120)
     assert (out.returncode, out.stdout) == (0, "cpu: 3 iterations of 3 candidates, 2 seeds, 150,000 steps, "
-                                               "no short run\nquick: as cpu (none declared)\npaper: 30 iterations of 1 candidate, 3 seeds, 500,000 "
+                                               "no short run\nquick: as cpu (none declared)\n"
+                                               "paper: 30 iterations of 1 candidate, 3 seeds, 500,000 "
                                                "short (threshold 0.05) / 1,000,000 full steps\ngpu: 10 iterations of 8 "
                                                "candidates, 3 seeds, 500,000 short (threshold 0.05) / 1,000,000 full "
                                                "steps\n"), out.stderr

@@ -132,14 +132,16 @@ def test_the_loop_blames_the_slow_program_and_stops_on_a_stall(tmp_path):
     import limen_jax as lj
 
     slow = Watchdogged(stalled=False)
-    run = lj.evolve("toy_corridor", config(search={"iterations": 0}, cascade={"watchdog_s": 30.0}),
+    # the fake evaluator answers two programs a job: no baseline job (its own watchdog rules: test_baseline.py)
+    run = lj.evolve("toy_corridor", config(search={"iterations": 0, "baseline": False}, cascade={"watchdog_s": 30.0}),
                     run_dir=tmp_path / "slow", verbose=False, evaluator=slow)  # fmt: skip
     assert run.complete and (slow.jobs[0].watchdog_s, slow.jobs[0].watchdog_factor) == (30.0, 5.0)
     first, second = run.records
     assert first.error["blame"] == "program" and first.error["message"].startswith("ProgramTooSlow: too slow")
     assert second.success == 0.5
 
-    run = lj.evolve("toy_corridor", config(search={"iterations": 0}), run_dir=tmp_path / "stall", verbose=False,
+    run = lj.evolve("toy_corridor", config(search={"iterations": 0, "baseline": False}), run_dir=tmp_path / "stall",
+                    verbose=False,
                     evaluator=Watchdogged(stalled=True))  # fmt: skip
     assert not run.complete and run.stopped.startswith("stopped (engine)") and "no program is an outlier" in run.stopped
     assert len(run.records) == 0  # nothing blamed on a program

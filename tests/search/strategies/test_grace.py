@@ -64,8 +64,9 @@ def test_grace_prompts_as_sent_and_the_population(tmp_path, monkeypatch):
     with FakeAnthropic(responder=lambda body: Reply(next(answers))) as fake:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
-        cfg = config()
+        cfg = config(learners=False)  # demos.npz stays as generation 1 saw it (no learners added after PPO)
         cfg["llm"]["mutator"] = "anthropic"
+        cfg["search"]["iterations"] = 2  # two generations on demonstrations, then the best trained by PPO
         run = lj.evolve("xland_easy", cfg, run_dir=tmp_path / "run", verbose=False)
         sent = [r["body"] for r in fake.requests]
     assert len(sent) == 4
@@ -81,10 +82,13 @@ def test_grace_prompts_as_sent_and_the_population(tmp_path, monkeypatch):
     # the population: ranked by accuracy, which equals the records' demos evaluations
     state = json.loads((tmp_path / "run" / "state.json").read_text())["strategy"]
     records = {r.id: r for r in run.records}
-    acc = {i: records[i].evaluations["demos"]["accuracy"] for i in records}
+    scored = [r for r in run.records if r.iteration < 2]  # the generations; iteration 2 trains the best
+    acc = {r.id: r.evaluations["demos"]["accuracy"] for r in scored}
     assert state["population"] == sorted(acc, key=lambda i: -acc[i])
     assert acc["it0000-c00"] > 0.6 > 0.5 > acc["it0000-c01"]  # approach beats spin
-    assert all(records[i].success is None for i in records)  # nothing trained in demos mode
+    assert all(r.success is None for r in scored)  # nothing trained in the generations
+    [best] = [r for r in run.records if r.iteration == 2]
+    assert best.success is not None and best.parent_ids == [state["population"][0]]
     # generation 1: the parent (the softmax at temperature 0.05 picks the approach reward)
     # with its accuracy and its hard examples, exactly as rendered from the stored demos
     task = make("xland_easy")
@@ -109,16 +113,18 @@ def brief(run):
 
 
 def test_a_resumed_grace_run_equals_one_never_stopped(tmp_path):
-    cfg = config(generations=3, p_trajectory=0.25, p_pairs=0.5, p_expert=0.75)
+    # a generation, a PPO round, a generation, a PPO round; the first part ends after a PPO round
+    # (a run that ends before one trains its best in its last batch: the longer run does not)
+    cfg = config(generations=1, p_trajectory=0.25, p_pairs=0.5, p_expert=0.75)
     cfg["llm"]["mutator"] = "offline"
-    cfg["search"]["iterations"] = 2
+    cfg["search"]["iterations"] = 3
     whole = lj.evolve("xland_easy", cfg, run_dir=tmp_path / "whole", verbose=False)
     cfg["search"]["iterations"] = 1
     lj.evolve("xland_easy", cfg, run_dir=tmp_path / "part", verbose=False)
-    resumed = lj.resume(tmp_path / "part", {"search": {"iterations": 2}}, verbose=False)
+    resumed = lj.resume(tmp_path / "part", {"search": {"iterations": 3}}, verbose=False)
     assert brief(resumed) == brief(whole)
     a, b = (json.loads((tmp_path / d / "state.json").read_text())["strategy"] for d in ("whole", "part"))
-    assert a == b and len(a["population"]) == 6
+    assert a == b and len(a["population"]) == 3 and a["trained"]
     prompts = [[e["user"] for e in map(json.loads, (tmp_path / d / "events.jsonl").read_text().splitlines())
                 if e["event"] == "prompt"] for d in ("whole", "part")]
     assert prompts[0] == prompts[1]

@@ -267,7 +267,8 @@ def test_an_episodes_job_carries_the_kept_policy_not_its_path_and_says_why_one_i
 
     stats = ObsStats(np.array([0.5, -1.0], np.float32), np.array([2.0, 3.0], np.float32), np.float32(7.0))
     for seed in (3000, 3001):  # the first kept seed travels
-        save_policy(policy_dir(tmp_path, "it0001-c00", seed), params(seed), stats, {"seed": seed, "task": "toy", "obs_dim": 2})
+        meta = {"seed": seed, "task": "toy", "obs_dim": 2}
+        save_policy(policy_dir(tmp_path, "it0001-c00", seed), params(seed), stats, meta)
     (tmp_path / "policies" / "it0001-c01" / "seed3000").mkdir(parents=True)  # kept, but no checkpoint in it
     kept, damaged = (dataclasses.replace(placeholder_interface(2), name=f"it0001-c0{k}") for k in (0, 1))
     ctx = JobContext(task, PPOConfig(), 3, 2, Budget(0, 2048, 0.0), run_path=str(tmp_path))
