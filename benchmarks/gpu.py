@@ -8,7 +8,7 @@
 Each step runs in a process of its own under a time limit (its share of ``--budget``): a
 step that overruns is killed and recorded as ``"status": "cut"`` with what it had written
 so far, since a step rewrites its record ``OUT/<step>.json`` after each measurement.
-``OUT/summary.json`` lists each step's status and seconds. docs/gpu.md has the command.
+``OUT/summary.json`` lists each step's status and seconds. docs/howto/run-on-a-gpu.md has the command.
 """
 
 from __future__ import annotations

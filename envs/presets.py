@@ -13,7 +13,7 @@ from limen_jax.adapters.env_task import CONTINUOUS_CPU, CONTINUOUS_PAPER
 from limen_jax.task import Budget
 
 # Settings for a 2-core CPU: small, fast updates with which xland_easy and a compact
-# interface learn within a few hundred thousand steps (docs/training.md).
+# interface learn within a few hundred thousand steps (docs/concepts/trainer.md).
 XLAND_CPU: dict[str, Any] = dict(
     num_envs=256, rollout_len=16, epochs=4, minibatches=4, lr=1e-3, anneal_lr=False,
     gamma=0.99, gae_lambda=0.95, clip_eps=0.2, vf_clip=None, ent_coef=0.01, vf_coef=0.5,
@@ -22,7 +22,7 @@ XLAND_CPU: dict[str, Any] = dict(
 )  # fmt: skip
 
 # The paper's reference (Lossfunk/LIMEN configs/*.yaml, limen/train.py, limen/nn.py;
-# docs/fidelity.md cites each line): xminigrid's recurrent PPO. Value clipping uses the
+# docs/howto/reproduce-the-paper.md lists the settings): xminigrid's recurrent PPO. Value clipping uses the
 # policy clip range, no observation normalisation, Adam eps 1e-8; the GRU sees the
 # previous reward and keeps its state across episode ends; a horizon cut is terminal.
 XLAND_PAPER: dict[str, Any] = dict(

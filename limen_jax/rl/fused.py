@@ -6,7 +6,7 @@ The split path (:class:`limen_jax.rl.trainer.BatchTrainer` with ``rollout="split
 calls three executables per step, ``act`` and ``settle`` compiled once per shape and
 shared by every later batch, the kernel per batch. That keeps a new batch's compile to
 the kernel alone, which is what a search over many batches needs, but every step pays
-three dispatches and XLA cannot fuse across them (docs/training.md compares the two).
+three dispatches and XLA cannot fuse across them (docs/concepts/trainer.md compares the two).
 Here the same functions are traced
 into one ``lax.scan`` with the batch's programs inside, so the whole rollout compiles
 per batch (a few seconds: the task step, the policy and the programs together) and

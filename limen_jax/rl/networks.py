@@ -331,7 +331,7 @@ class ActorCritic:
         Every Dense kernel of ``kernel_scales()`` is orthogonal times its scale: the polar
         factor of a Gaussian matrix. The Gaussians of all those layers come from one draw
         (one key per layer, vmapped), not one draw per layer: each draw is a separate
-        threefry loop for XLA to compile (docs/training.md). The input layers' kernels are
+        threefry loop for XLA to compile. The input layers' kernels are
         orthogonal over the first ``obs_dim`` rows and exactly 0 past them. A kernel's
         entries are its draw's first ``rows x cols`` values in row-major order, and
         threefry's counter is the flat index (``jax_threefry_partitionable``, on by

@@ -10,7 +10,7 @@ def bucket_width(dim: int) -> int:
     wider than programs may be, and a task's default has one fixed size), so that every
     batch of programs (1-512 features) falls in one of eleven shapes and a search compiles
     the program-independent part at most eleven times. The steps grow with the width
-    because padding costs little at small widths and more at large ones (docs/training.md)."""
+    because padding costs little at small widths and more at large ones (docs/concepts/trainer.md)."""
     dim = max(int(dim), 1)
     if dim > 512:
         return -(-dim // 128) * 128

@@ -101,7 +101,7 @@ def _parser() -> argparse.ArgumentParser:
                         "python -m limen_jax.rollout RUN_DIR PROGRAM_ID rolls one out")
     p.add_argument("--evaluator", choices=["in_process", "ray"], default="in_process",
                    help="where batches train: in this process (default) or on Ray actors, one per GPU or CPU "
-                        "slice (pip install 'limen_jax[ray]'; docs/scale.md); results are the same")
+                        "slice (pip install 'limen_jax[ray]'; docs/howto/run-on-ray.md); results are the same")
     p.add_argument("--ray-address", metavar="ADDRESS",
                    help="with --evaluator ray: a running cluster (auto, ray://host:port); default: start a local Ray")
     p.add_argument("--ray-actors", type=int, metavar="N",

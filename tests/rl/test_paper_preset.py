@@ -1,5 +1,5 @@
-"""The paper preset is the reference's setting (Lossfunk/LIMEN; docs/fidelity.md cites
-each value): PPO numbers, step rounding per cascade stage, and train's default steps."""
+"""The paper preset is the reference's setting (Lossfunk/LIMEN; docs/howto/reproduce-the-paper.md
+lists each value): PPO numbers, step rounding per cascade stage, and train's default steps."""
 
 import argparse
 

@@ -299,7 +299,7 @@ def test_gru_actor_critic_learns():
     # training episodes run to 3x the horizon while success counts within it. Eight seeds
     # measured 1.0 x 6, 0.94, 0.81. (With the state reset at every episode start this
     # reference-initialised network solved 7 of 16 seeds in 16 updates, our former
-    # initialisation 13 of 16: docs/fidelity.md.)
+    # initialisation 13 of 16.)
     cfg = CFG.replace(network="gru", epochs=2, minibatches=2, gru_encoder=(32, 32), gru_action_embed=4,
                       gru_hidden=32, gru_head_hidden=32, feed_prev_reward=True, carry_across_episodes=True,
                       bootstrap_truncation=False, train_horizon=48)  # fmt: skip
