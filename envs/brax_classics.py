@@ -29,7 +29,7 @@ from limen_envs.presets import BRAX_PAPER, MUJOCO_CPU, TINY_CPU, paper_budget
 from limen_jax.adapters.brax_env import BraxEnvTask
 from limen_jax.catalog import Catalog
 
-# Physics backend per task: the faster one on a CPU (docs/tasks.md): MJX (impl "jax") for
+# Physics backend per task: the faster one on a CPU (docs/reference/tasks.md): MJX (impl "jax") for
 # the 3-D ant and humanoid; "generalized" for the planar ones, where MJX's default solver
 # settings are slower.
 MJX, GENERALIZED = "mjx", "generalized"

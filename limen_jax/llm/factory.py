@@ -46,7 +46,7 @@ def settled(llm: Any) -> Any:
         raise ValueError(f"llm.models makes an ensemble: leave --mutator out or give ensemble, not {kind}")
     if kind == "ensemble" and not llm.models:
         raise ValueError("mutator ensemble needs llm.models: --set 'llm.models=[{\"mutator\": \"openai\", "
-                         "\"model\": ID}, ...]' (docs/llm.md)")
+                         "\"model\": ID}, ...]' (docs/howto/use-your-llm.md)")
     if kind == "anthropic" and not llm.model:
         llm = dataclasses.replace(llm, model=ANTHROPIC_MODEL)
     if kind == "openai" and not llm.model:

@@ -1,7 +1,7 @@
 """The check sample on disk: built once per task and machine, then read back.
 
 Building the sample compiles and runs the task's rollouts: seconds for XLand, minutes for
-an MJX task on a CPU (``playground:CartpoleBalance``: see docs/checker.md). The built
+an MJX task on a CPU (``playground:CartpoleBalance``: see docs/concepts/checker.md). The built
 sample is kept under the XLA compile cache's directory (``$LIMEN_JAX_XLA_CACHE`` or
 ``~/.cache/limen_jax/xla``; ``off`` keeps nothing) in ``check_samples/<key>.npz``,
 keyed by the task (its name, class, parameters and the source of its classes), the

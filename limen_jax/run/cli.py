@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--mutator", choices=["auto", "anthropic", "openai", "ensemble", "offline", "replay"],
                    help="auto: anthropic if ANTHROPIC_API_KEY is set, else openai if OPENAI_API_KEY or "
                         "OPENAI_BASE_URL is set, else offline; openai: any OpenAI-compatible endpoint; ensemble: the "
-                        "models of llm.models (docs/llm.md)")
+                        "models of llm.models (docs/howto/use-your-llm.md)")
     p.add_argument("--model", help="LLM model id (anthropic: default claude-sonnet-4-6; openai: required)")
     p.add_argument("--llm-base-url", metavar="URL",
                    help="OpenAI-compatible endpoint including /v1, e.g. http://127.0.0.1:8000/v1 (default: "

@@ -3,7 +3,7 @@
 ``data`` reads a run directory into plain dicts (through ``read``, which treats the directory
 as untrusted input), ``server`` serves them (stdlib http.server, 127.0.0.1, its own Host and
 origin only), ``page`` builds the HTML (served, or one self-contained file), ``tensorboard``
-writes the curves as event files. See docs/view.md.
+writes the curves as event files. See docs/howto/look-at-a-run.md.
 """
 
 from limen_jax.view.data import RunDirError, bundle, detail, load, summary
