@@ -595,3 +595,12 @@ def test_the_check_sample_is_built_while_the_first_batch_is_asked_for(tmp_path, 
                     evaluator=SlowEvaluator(0.1), verbose=False)  # fmt: skip
     assert run.complete and len(run.records) == 2
     assert calls[0][0] == "check-sample" and calls[0][1] < mutator.answered, calls
+
+
+def test_a_finished_run_leaves_no_evaluator_thread(fake_training, tmp_path):
+    import threading
+
+    for k in range(3):  # a notebook running searches one after another
+        assert lj.evolve("toy_corridor", config(search={"iterations": 1}), run_dir=tmp_path / f"r{k}",
+                         verbose=False).complete
+    assert [t.name for t in threading.enumerate() if t.name in ("limen-eval", "limen-compile")] == []

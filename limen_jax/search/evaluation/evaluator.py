@@ -59,7 +59,8 @@ class InProcessEvaluator(EvaluatorBase):
     """
 
     def __init__(self) -> None:
-        self._jobs: queue.Queue[tuple[EvalJob, cf.Future[EvalBatch]]] = queue.Queue()
+        # None: the worker's signal to end (close), after the jobs before it
+        self._jobs: queue.Queue[tuple[EvalJob, cf.Future[EvalBatch]] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         # seconds per PPO update of the last batch that finished (compile included), learned
         self.per_update_s: float | None = None
@@ -83,7 +84,10 @@ class InProcessEvaluator(EvaluatorBase):
 
     def _work(self) -> None:
         while True:
-            job, future = self._jobs.get()
+            item = self._jobs.get()
+            if item is None:
+                return
+            job, future = item
             if not future.set_running_or_notify_cancel():
                 continue
             try:
@@ -121,8 +125,15 @@ class InProcessEvaluator(EvaluatorBase):
         """Drop the compiles ahead not yet started and wait for the one in flight (an XLA
         compile should not outlive the interpreter); ``wait=False`` (an interrupted run)
         leaves it to its daemon thread, as a batch in training is. The loop has waited for
-        every job it submitted."""
+        every job it submitted. The worker thread ends after the jobs already submitted (a
+        notebook that runs many searches keeps no idle thread per run); a later submit starts
+        a new one."""
         with self._ahead_cv:
             self._ahead[1:] = []
             while wait and self._compiler is not None:
                 self._ahead_cv.wait()
+        if self._thread is not None:
+            self._jobs.put(None)
+            if wait:
+                self._thread.join()
+            self._thread = None
