@@ -228,7 +228,7 @@ class XLandEasy(XLandTask):
     name = "xland_easy"
     description = "XLand-MiniGrid 9x9 room: pick up the blue pyramid (a red ball distracts); 80 steps"
     episode_length = 80
-    # paper cascade (DESIGN.md §4); what the cpu preset's search takes and finds: docs/evolution.md
+    # paper cascade (DESIGN.md §4); what the cpu preset's search takes and finds: docs/results.md
     budgets = {"paper": paper_budget(500_000, 1_000_000, 0.05), "cpu": cpu_budget(150_000, 3, 3, 0.05)}
     goal = AgentHoldGoal(tile=_tile(Tiles.PYRAMID, Colors.BLUE))
     init_tiles = ((Tiles.PYRAMID, Colors.BLUE), (Tiles.BALL, Colors.RED))
@@ -272,7 +272,7 @@ class XLandHard(XLandTask):
     size = 13
     episode_length = 400
     ppo_presets = {"cpu": XLAND_CPU, "paper": xland_paper(13)}
-    # cpu preset: 18 programs of 1M steps x 2 seeds (what it takes and finds: docs/evolution.md);
+    # cpu preset: 18 programs of 1M steps x 2 seeds (what it takes and finds: docs/results.md);
     # quick: 4 programs of 300k steps x 1 seed, where the sparse baseline learns nothing (README)
     budgets = {"paper": paper_budget(3_000_000, 5_000_000, 0.01), "cpu": cpu_budget(1_000_000, 5, 3, 0.01),
                "quick": Budget(full_steps=300_000, iterations=1, candidates=2, seeds=1)}

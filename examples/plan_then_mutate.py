@@ -5,7 +5,7 @@ best so far (from scratch while there is none), with the plan in the prompt; whe
 finds a new best, the next one also retrains it on fresh seeds. The plan and the retrained
 ids are its memory, saved in the checkpoint, so ``--resume`` continues it; offline, it writes
 its own plan. Run it with ``lj.evolve(task, strategy=PlanThenMutate())`` or register it by
-entry point (docs/evolution.md).
+entry point (docs/howto/write-a-strategy.md).
 """
 
 from __future__ import annotations

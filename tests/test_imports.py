@@ -121,7 +121,7 @@ def test_the_config_imports_no_search_code():
 
 
 # What each room may not import (counting imports in functions and under TYPE_CHECKING):
-# docs/architecture.md draws the same table.
+# docs/concepts/architecture.md draws the same table.
 NEVER = {
     "limen_jax.rl": ("limen_jax.search", "limen_jax.llm", "limen_jax.archive", "limen_jax.run", "limen_jax.loop"),
     "limen_jax.program": ("limen_jax.search", "limen_jax.llm", "limen_jax.archive", "limen_jax.run", "limen_jax.loop"),

@@ -54,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
                    "independent (full programs, each written from scratch)")
     p.add_argument("--strategy", help="search strategy: map_elites (default, LIMEN), eureka, mcts (RF-Agent), "
                                        "forge, portfolio, grace, rda, greedy, independent, or any registered by the "
-                                       "entry-point group limen_jax.strategies (docs/strategies.md)")
+                                       "entry-point group limen_jax.strategies (docs/concepts/strategies.md)")
     p.add_argument("--prescreen", metavar="demos[:THRESHOLD]",
                    help="reject reward programs whose ranking accuracy on demonstrations is below THRESHOLD "
                         "(default 0.5) before training them")

@@ -131,7 +131,7 @@ def describe_programs(role: str, records: Sequence[ProgramRecord]) -> str:
 
 @runtime_checkable
 class Strategy(Protocol):
-    """A search strategy (see the module docstring and docs/evolution.md).
+    """A search strategy (see the module docstring and docs/concepts/strategies.md).
 
     The loop uses every member below and probes for none, so a strategy that subclasses
     nothing implements them all. :class:`StrategyBase` gives the defaults of all but

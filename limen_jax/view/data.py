@@ -1,7 +1,7 @@
 """What the run viewer shows, read from a run directory: plain JSON-able dicts.
 
 :func:`load` reads and checks a run directory (``config.json``, ``state.json``,
-``events.jsonl``; docs/evolution.md "The run directory") into a :class:`Run`;
+``events.jsonl``; docs/concepts/run-directory.md) into a :class:`Run`;
 :func:`summary` is what the page draws first (programs as graph nodes, the grid after each
 iteration, best-so-far and cost per iteration, text requests, evaluations, the strategy's
 memory, the run's notable events); :func:`detail` is one program's full record (code,

@@ -1,5 +1,5 @@
 """A strategy written outside the package (examples/plan_then_mutate.py, the one
-docs/evolution.md shows) runs with no change to the loop: registered by entry point and
+docs/howto/write-a-strategy.md shows) runs with no change to the loop: registered by entry point and
 driven from the CLI with --set options, killed with SIGKILL and resumed with its memory,
 and passed as an object to lj.evolve; it asks for text, programs and a retrain.
 
@@ -82,7 +82,7 @@ def test_a_plugin_strategy_runs_from_the_cli_survives_kill_9_and_matches_the_obj
 
 
 def test_the_docs_show_the_example_strategy_as_it_is_tested():
-    doc = (ROOT / "docs" / "evolution.md").read_text()
+    doc = (ROOT / "docs" / "howto" / "write-a-strategy.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", doc, re.S)
     source = (ROOT / "examples" / "plan_then_mutate.py").read_text()
     assert source in blocks
