@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import pathlib
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,6 +26,9 @@ from pathlib import Path
 os.environ["LIMEN_JAX_XLA_CACHE"] = "off"  # read by the actors too (they inherit the environment)
 
 import limen_jax as lj  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
 
 
 def config(iterations: int, candidates: int, steps: int) -> dict:
@@ -45,6 +50,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=None, help="env steps per candidate per seed")
     p.add_argument("--actors", type=int, default=2)
     p.add_argument("--split", action="store_true", help="split each batch over the actors (default: whole batches)")
+    _record.add_argument(p)
     args = p.parse_args()
     iterations = args.iterations or (2 if args.quick else 20)
     steps = args.steps or (16_384 if args.quick else 150_000)

@@ -30,6 +30,8 @@ import tempfile
 import time
 from typing import Any
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
 # the paper's table (joint evolution, 10-seed retrain of the best program)
 PAPER = {"xland_easy": 0.99, "xland_medium": 0.99, "xland_hard": 0.85, "panda_track": 0.45, "go1_push": 0.48}
 # task -> (the reference's published program, its config under configs/)

@@ -12,6 +12,7 @@ are trusted or harmless to trace; nothing is compiled or run.
 from __future__ import annotations
 
 import argparse
+import pathlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,9 @@ from limen_envs import interfaces
 import limen_jax as lj
 from limen_jax.program.cost import _walk, step_work
 from limen_jax.program.sandbox import exec_program, program_function
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
 
 REFERENCES = {"xland_easy": "xland_easy", "xland_medium": "xland_medium", "xland_hard": "xland_hard",
               "go1_push": "go1_push", "panda_track": "panda_track", "ant": "ant"}  # fmt: skip
@@ -42,6 +46,7 @@ def program_work(source: str, task: Any) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="*", default=list(REFERENCES))
+    _record.add_argument(parser)
     args = parser.parse_args()
     print(f"{'task':14s} {'step work':>12s} {'φ+R work':>12s} {'ratio':>9s}")
     for name in args.tasks:

@@ -30,6 +30,9 @@ from limen_jax.config import EvolveConfig  # noqa: E402
 from limen_jax.program import compile_interface  # noqa: E402
 from limen_jax.rl import BatchTrainer, PPOConfig  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
+
 
 def measure(task, config: PPOConfig, seeds: int, steps: int, raw_updates: int = 4) -> dict:
     """The raw simulator's steps/s (random actions, envs x seeds at once, ``raw_updates``
@@ -62,6 +65,7 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="CPU preset and a reduced budget")
     p.add_argument("--seeds", type=int, default=None, help="default: 3 (paper), 2 with --quick")
     p.add_argument("--steps", type=int, default=None, help="env steps per seed (default: the paper's full run)")
+    _record.add_argument(p)
     args = p.parse_args()
     task = lj.make(args.task)
     kind = "cpu" if args.quick else "paper"

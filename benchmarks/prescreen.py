@@ -27,11 +27,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import pathlib
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HACKS = ROOT / "tests" / "search"
@@ -110,6 +115,7 @@ def thresholds(scored: list[tuple[float, float]], levels: tuple[float, ...] = (0
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="12 programs at 300,000 steps x 1 seed")
+    _record.add_argument(p)
     args = p.parse_args()
     if args.quick:
         budget = {"search": {"initial": 3, "candidates": 3, "iterations": 24, "programs": 12, "seeds": 1},

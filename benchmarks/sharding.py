@@ -40,6 +40,9 @@ import pathlib
 import subprocess
 import sys
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
+
 CHILD = """
 import os
 if {cores!r} is not None:
@@ -87,6 +90,7 @@ def main() -> None:
     p.add_argument("--devices", type=int, default=2)
     p.add_argument("--updates", type=int, default=None)
     p.add_argument("--preset", choices=("cpu", "paper"), default="cpu", help="the PPO preset (paper: for GPUs)")
+    _record.add_argument(p)
     args = p.parse_args()
     u = args.updates or (8 if args.quick else 32)
     k, s = args.candidates, args.seeds

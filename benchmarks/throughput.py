@@ -33,6 +33,9 @@ import limen_jax as lj  # noqa: E402
 from limen_jax.rl import BatchTrainer, PPOConfig  # noqa: E402
 from limen_jax.task import tree_where  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
+
 
 def raw_throughput(task, num_envs: int, steps: int, repeats: int) -> float:
     """Random actions, auto-reset where an episode ends (terminated or at the horizon)."""
@@ -99,6 +102,7 @@ def main() -> None:
     p.add_argument("--envs", type=int, default=None)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--terms", action="store_true", help="scalar reward vs the same reward as named terms")
+    _record.add_argument(p)
     args = p.parse_args()
     task = lj.make("xland_easy")
     config = PPOConfig.preset(task.name, "cpu")

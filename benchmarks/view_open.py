@@ -19,6 +19,7 @@ times, each the median of ``--repeat`` tries:
 from __future__ import annotations
 
 import argparse
+import pathlib
 import shutil
 import socket
 import statistics
@@ -34,6 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "view"))
 from view_runs import large_run  # noqa: E402
 
 from limen_jax.view import data  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
 
 PROFILE = False
 
@@ -101,6 +105,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="print the page's own timings")
+    _record.add_argument(ap)
     args = ap.parse_args()
     global PROFILE
     PROFILE = args.profile

@@ -47,6 +47,9 @@ from _xland_interfaces import candidate  # noqa: E402
 import limen_jax as lj  # noqa: E402
 from limen_jax.rl import PPOConfig, train_batch  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
+
 
 class ActorCritic(nn.Module):
     action_dim: int
@@ -189,6 +192,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--seeds", type=int, default=None)
     p.add_argument("--rollout", default="fused", choices=["auto", "split", "fused"], help="our trainer's rollout path")
+    _record.add_argument(p)
     args = p.parse_args()
     steps = args.steps or (250_000 if args.quick else 1_000_000)
     seeds = args.seeds or (1 if args.quick else 3)
@@ -228,6 +232,13 @@ def main() -> None:
     print(f"ratios baseline / ours: compile {base_compile / ours.compile_s:.2f}, "
           f"running {(base_wall - base_compile) / ours_running:.2f} (>= 1.0 wanted for both)")  # fmt: skip
     print(f"wall time baseline / ours: {base_wall / ours_wall:.2f}")
+    _record.write(__file__, {
+        "wall time baseline / ours": base_wall / ours_wall, "compile baseline / ours": base_compile / ours.compile_s,
+        "running baseline / ours": (base_wall - base_compile) / ours_running,
+        "baseline wall (s)": base_wall, "baseline compile (s)": base_compile, "ours wall (s)": ours_wall,
+        "ours compile (s)": ours.compile_s, "baseline success": float(np.mean(base_success)),
+        "ours success": float(ours.success_mean[0]), "seeds x steps": f"{seeds} x {steps:,}", "rollout": args.rollout,
+    }, args)  # fmt: skip
 
 
 if __name__ == "__main__":
