@@ -100,15 +100,16 @@ def machine() -> dict[str, Any]:
 
 
 def write(script: str, figures: dict[str, Any], args: argparse.Namespace | None = None,
-          argv: list[str] | None = None) -> Path | None:  # fmt: skip
-    """Write the record of this run of ``script`` (its ``__file__``); None with --no-record."""
-    if args is not None and getattr(args, "no_record", False):
-        return None
+          argv: list[str] | None = None, variant: str | None = None) -> Path | None:  # fmt: skip
+    """Write the record of this run of ``script`` (its ``__file__``); None with --no-record.
+    ``variant`` names a second kind of run at the same budget (``throughput --terms``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if "--no-record" in argv or (args is not None and getattr(args, "no_record", False)):
+        return None
     name = Path(script).stem
     record = {
         "script": name,
-        "budget": budget(argv),
+        "budget": budget(argv) + (f"-{variant}" if variant else ""),
         "command": " ".join(["python", f"benchmarks/{name}.py", *argv]),
         "figures": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in figures.items()},
         "date": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),

@@ -74,6 +74,11 @@ def main() -> None:
     same = results["in_turn"]["success"] == results["ahead"]["success"]
     print(f"same successes for every program: {same}")
     print(f"wall ratio in turn / ahead: {results['in_turn']['wall'] / results['ahead']['wall']:.2f}")
+    _record.write(__file__, {
+        "wall ratio in turn / ahead": results["in_turn"]["wall"] / results["ahead"]["wall"],
+        "in turn wall (s)": results["in_turn"]["wall"], "ahead wall (s)": results["ahead"]["wall"],
+        "same successes for every program": same, "task": args.task,
+    }, args)  # fmt: skip
 
 
 if __name__ == "__main__":

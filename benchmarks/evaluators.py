@@ -81,6 +81,13 @@ def main() -> None:
     print(f"ray ({args.actors} actors x 1 CPU, {how}): {n_ray} programs in {ray_s:.1f} s ({up_s:.1f} s starting Ray): "
           f"{3600 * n_ray / ray_s:,.0f} programs/h; same records and scores as in-process: {same}", flush=True)
     print(f"programs judged per hour, ray / in-process: {(n_ray / ray_s) / (n_here / here_s):.2f}")
+    _record.write(__file__, {
+        "programs per hour, ray / in-process": (n_ray / ray_s) / (n_here / here_s),
+        "in-process programs per hour": 3600 * n_here / here_s, "ray programs per hour": 3600 * n_ray / ray_s,
+        "in-process wall (s)": here_s, "ray wall (s)": ray_s, "ray start-up (s)": up_s,
+        "same records and scores": same, "ray actors": f"{args.actors} ({how})",
+        "iterations x candidates x steps": f"{iterations} x {args.candidates} x {steps:,}",
+    }, args)  # fmt: skip
 
 
 if __name__ == "__main__":

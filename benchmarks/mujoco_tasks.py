@@ -85,6 +85,12 @@ def main() -> None:
     rate = m["train_steps_per_s"]
     print(f"training {rate:,.0f} steps/s over {seeds} seeds ({rate / seeds:,.0f} per seed)")
     print(f"training throughput / raw simulator throughput: {m['fraction_of_raw']:.2f}")
+    _record.write(__file__, {
+        "training throughput / raw simulator throughput": m["fraction_of_raw"],
+        "training steps/s": rate, "raw simulator steps/s": m["raw_steps_per_s"],
+        "success": float(np.mean(m["success_per_seed"])), "wall (s)": m["wall_s"], "compile (s)": m["compile_s"],
+        "task, steps x seeds": f"{task.name}, {steps:,} x {seeds}",
+    }, args, variant=None if task.name == "go1_push" else task.name)  # fmt: skip
 
 
 if __name__ == "__main__":

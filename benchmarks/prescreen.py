@@ -131,11 +131,14 @@ def main() -> None:
     print(f"offline search, {budget['search']['programs']} programs{f', {steps:,} steps' if steps else ''}, "
           "with and without --prescreen demos (threshold 0.5):", flush=True)
     saved = []
+    figures: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in tasks:
             off = search(name, "demos:0", budget, Path(tmp) / f"{name}-off")
             on = search(name, "demos", budget, Path(tmp) / f"{name}-on")
             for label, r in (("without", off), ("with", on)):
+                figures[f"{name} {label}: best success"] = r["best"]
+                figures[f"{name} {label}: programs trained"] = r["trained"]
                 print(f"  {name:13s} {label:8s} trained {r['trained']:2d}, rejected by the pre-screen "
                       f"{r['rejected by prescreen']:2d}, training {r['train_s']:7.1f} s, best success {r['best']:.3f}",
                       flush=True)  # fmt: skip
@@ -150,6 +153,9 @@ def main() -> None:
     frac = sum(saved) / len(saved) if saved else 0.0
     print(f"training compute saved at equal or better best success: {frac:.2f} "
           f"(over {len(saved)} of {len(tasks)} tasks)")
+    figures["training compute saved at equal or better best success"] = frac
+    figures["tasks where the pre-screen kept the best"] = f"{len(saved)} of {len(tasks)}"
+    _record.write(__file__, dict(reversed(figures.items())), args)
 
 
 if __name__ == "__main__":

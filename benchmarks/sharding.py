@@ -112,6 +112,13 @@ def main() -> None:
           f"{m * 1e3:.0f} ms per update; {busy(many)}")
     print(f"most a split over these {one['cores']} cores could give (estimate): {one['cores'] * a1 / p1:.2f}x")
     print(f"speed-up {args.devices} devices / 1: {a1 / m:.2f}x")
+    _record.write(__file__, {
+        f"speed-up {args.devices} devices / 1 (x)": a1 / m, "1 device, 1 core, per update (ms)": p1 * 1e3,
+        f"1 device, {one['cores']} cores, per update (ms)": a1 * 1e3,
+        f"{many['devices']} devices, per update (ms)": m * 1e3,
+        "cores' worth one device uses": p1 / a1, "most a split could give, estimate (x)": one["cores"] * a1 / p1,
+        "K x S x updates": f"{k} x {s} x {u}",
+    }, args)  # fmt: skip
 
 
 if __name__ == "__main__":

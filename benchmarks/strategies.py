@@ -205,6 +205,12 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(comparisons(groups, args.budget)))
         print()
     print(verdict(groups, args.budget))
+    figures: dict[str, Any] = {"verdict": verdict(groups, args.budget)}
+    for name, runs in groups.items():
+        bests = summarise(runs, args.budget)["bests"]
+        figures[f"{name}: best success, mean over {len(bests)} run seeds"] = sum(bests) / len(bests)
+    figures["task, programs per run"] = f"{args.task}, {s['programs']}"
+    _record.write(__file__, figures, args, argv)
     return 0
 
 

@@ -110,11 +110,14 @@ def main() -> None:
     config = config.replace(num_envs=envs)
     updates = 16 if args.quick else 32
     if args.terms:
+        terms: dict[str, float] = {}
         for rollout in ("split", "fused"):
             best = terms_throughput(task, config, updates, args.repeats, rollout)
             print(f"PPO, 147-feature interface, {envs} envs, {rollout}: scalar reward {best['scalar']:,.0f} steps/s, "
                   f"3 named terms {best['terms']:,.0f} steps/s (ratio {best['terms'] / best['scalar']:.3f})",
                   flush=True)  # fmt: skip
+            terms[f"{rollout}: 3 named terms / scalar reward"] = best["terms"] / best["scalar"]
+        _record.write(__file__, terms, args, variant="terms")
         return
     raw = raw_throughput(task, envs, config.rollout_len * updates, args.repeats)
     print(f"raw env, random actions, {envs} envs: {raw:,.0f} steps/s", flush=True)
@@ -124,6 +127,10 @@ def main() -> None:
     print(f"PPO training, 147-feature interface, {envs} envs, {config.epochs} epochs x {config.minibatches} "
           f"minibatches (the preset): {ppo:,.0f} steps/s", flush=True)  # fmt: skip
     print(f"training throughput / raw env throughput: {ppo / raw:.2f}")
+    _record.write(__file__, {
+        "training throughput / raw env throughput": ppo / raw, "raw env steps/s": raw,
+        "PPO steps/s, 1 epoch per update": one, "PPO steps/s, the preset": ppo, "envs": envs,
+    }, args)  # fmt: skip
 
 
 if __name__ == "__main__":

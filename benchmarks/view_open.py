@@ -29,6 +29,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "view"))
 
@@ -148,6 +149,10 @@ def main() -> None:
         print(f"static file {out.stat().st_size / 1e6:.1f} MB")
         for k, v in t.items():
             print(f"{k:>13}: {statistics.median(v):.2f} s  (runs: {', '.join(f'{x:.2f}' for x in v)})")
+        figures: dict[str, Any] = {f"{k}, median (s)": statistics.median(v) for k, v in t.items()}
+        figures.update({"candidates": args.n, "run dir (MB)": round(size / 1e6, 1),
+                        "static file (MB)": round(out.stat().st_size / 1e6, 1)})  # fmt: skip
+    _record.write(__file__, figures, args)
 
 
 if __name__ == "__main__":
