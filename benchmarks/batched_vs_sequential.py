@@ -2,7 +2,7 @@
 candidate at a time, one compile per seed), same total env steps, same machine, one run.
 
     python benchmarks/batched_vs_sequential.py            # GPU: K=8 x 3 seeds, 1M steps each
-    python benchmarks/batched_vs_sequential.py --quick    # 2-core CPU: K=8 x 3 seeds, 16k steps
+    python benchmarks/batched_vs_sequential.py --quick    # CPU: K=8 x 3 seeds, 16k steps
 
 The reference (the baseline) trains one (candidate, seed) at a time with a whole-training
 program compiled for it: a PureJaxRL-style ``make_train`` closure (benchmarks/vs_purejaxrl.py)

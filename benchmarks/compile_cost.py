@@ -1,6 +1,6 @@
 """What a new batch of programs costs to compile, against what it costs to train.
 
-    python benchmarks/compile_cost.py --quick    # 2-core CPU: 8 xland_easy programs, 150k steps x 2 seeds
+    python benchmarks/compile_cost.py --quick    # CPU: 8 xland_easy programs, 150k steps x 2 seeds
     python benchmarks/compile_cost.py            # GPU: 8 programs, 1M steps x 3 seeds, paper preset
 
 In one run, on one machine:
@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE))
 
 import _record  # noqa: E402
 
-BASELINE = "ab1add6"  # main before the split compile (issue 13)
+BASELINE = "ab1add6"  # the last commit with the fused path (every program inlined)
 
 _FUSED = """
 import json, sys, time

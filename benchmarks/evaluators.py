@@ -1,6 +1,6 @@
 """The same search with the in-process evaluator and with Ray actors: programs judged per hour.
 
-    python benchmarks/evaluators.py --quick    # 2-core CPU: xland_easy, 2 iterations x 8 candidates
+    python benchmarks/evaluators.py --quick    # CPU: xland_easy, 2 iterations x 8 candidates
     python benchmarks/evaluators.py            # a bigger budget (20 iterations x 8 candidates)
 
 Both sides run the same offline search (same seed, so the same programs and scores) in

@@ -1,6 +1,6 @@
 """Our paper preset beside the paper's table: trains interface programs at ``--preset
 paper`` with each task's full paper budget and prints success per seed next to the
-paper's figure (docs/fidelity.md).
+paper's figure (docs/howto/reproduce-the-paper.md).
 
     python benchmarks/fidelity.py --quick                          # CPU smoke: xland_easy, 1 seed, 1 update
     python benchmarks/fidelity.py                                  # GPU: xland easy/medium/hard, 3 seeds

@@ -3,7 +3,7 @@
     cd LIMEN && PYTHONPATH=LIMEN LIMEN_VENV/bin/python /path/to/limen_jax/benchmarks/fidelity_parts.py
 
 Run from a checkout of Lossfunk/LIMEN (never shipped), with a python that imports both
-``limen`` and ``limen_jax`` (docs/fidelity.md: a venv made with --system-site-packages
+``limen`` and ``limen_jax`` (docs/howto/reproduce-the-paper.md: a venv made with --system-site-packages
 over this project's environment). Each part is given the same inputs on both sides and
 their outputs are compared; the last line is JSON, and the exit status is 1 if any
 difference is beyond float32 rounding:
@@ -230,7 +230,7 @@ def main() -> int:
     missing = [m for m in ("limen", "distrax", "limen_jax") if importlib.util.find_spec(m) is None]
     if missing:
         print(f"fidelity_parts: this python cannot import {', '.join(missing)}: use the reference's venv with "
-              "PYTHONPATH set to the checkout (docs/fidelity.md)", file=sys.stderr)  # fmt: skip
+              "PYTHONPATH set to the checkout (docs/howto/reproduce-the-paper.md)", file=sys.stderr)  # fmt: skip
         return 2
     results: dict[str, Any] = {"environment": environment(), "network": network(), "gae": gae(),
                                "ppo_update": ppo_update(), "initialisation": initialisation()}  # fmt: skip

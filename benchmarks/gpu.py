@@ -8,7 +8,7 @@
 Each step runs in a process of its own under a time limit (its share of ``--budget``): a
 step that overruns is killed and recorded as ``"status": "cut"`` with what it had written
 so far, since a step rewrites its record ``OUT/<step>.json`` after each measurement.
-``OUT/summary.json`` lists each step's status and seconds. docs/gpu.md has the command.
+``OUT/summary.json`` lists each step's status and seconds. docs/howto/run-on-a-gpu.md has the command.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ STEPS = (
 )
 INSTALL_S = 25  # the install line before this script (wheels and the project into /tmp/site)
 BUDGET_S = 570  # the steps' share of a 600 s device command, leaving its install and exit
-TINY_BUDGET_S = 1800  # --tiny on a 2-core CPU: compiles dominate (about 15 minutes here, MJX most)
+TINY_BUDGET_S = 1800  # --tiny on a small CPU: compiles dominate (MJX most)
 
 # Tiny sizes: the paper preset's code path (GRU, paper PPO) at a size a CPU trains in seconds.
 TINY_PAPER = {"num_envs": 16, "minibatches": 2, "gru_encoder": (16, 16), "gru_action_embed": 4, "gru_hidden": 16,

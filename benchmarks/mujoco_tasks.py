@@ -5,7 +5,7 @@ throughput as a fraction of the raw simulator's (random actions, as many envs).
 
     python benchmarks/mujoco_tasks.py --task go1_push              # GPU: 25M steps x 3 seeds
     python benchmarks/mujoco_tasks.py --task panda_track           # GPU: 15M steps x 3 seeds
-    python benchmarks/mujoco_tasks.py --task go1_push --quick      # 2-core CPU, reduced budget
+    python benchmarks/mujoco_tasks.py --task go1_push --quick      # CPU, reduced budget
 
 --quick uses the CPU preset (64 envs) and 32 updates: success is meaningless there;
 the throughput ratio is the figure to read. The last line is that ratio.

@@ -7,7 +7,7 @@ answers every call after a fixed latency (default 20 s) with a valid program (a 
 first-generation program from the task's offline catalog). Two runs of the same search
 (3 generations x 4 candidates, ``--quick``) go through it:
 
-- synchronous: ``--pipeline off`` and one call at a time (the loop before issue 12);
+- synchronous: ``--pipeline off`` and one call at a time (the baseline);
 - pipelined: every call of a batch in flight at once, and batch i+1 asked and checked
   while batch i trains.
 

@@ -1,5 +1,5 @@
 """What the demos pre-screen saves: ranking accuracy of known rewards, then searches with
-and without ``--prescreen demos`` (issue 30's Measure).
+and without ``--prescreen demos``, at the same budget of programs.
 
 1. Ranking accuracy A (limen_jax.search.evaluation.demo_ranking) of the reference interfaces' rewards
    (envs/interfaces/), the sparse reward and deliberately hackable ones (one paid for

@@ -5,15 +5,15 @@ training speed with the exported artifact vs the program's Python closure.
     python benchmarks/sandbox_cost.py --steps 20000 --k 8 --workers 8
 
 "worker start-up" times a fresh Python importing what a worker (and a fork server) imports
-before its first program, against the same plus what ``import limen_jax`` also loaded
-before the search-requests change (config, and with it the search, LLM and archive
-modules), in the same run: the cost the import cut saves every fresh worker.
+before its first program, against the same plus the config module (and with it the search,
+LLM and archive modules), in the same run: what keeping them out of a worker's imports
+saves every fresh worker.
 
 "one program" is checked twice: in a fork server's child (the default; the server was
 started by the check before) and in a fresh worker (``LIMEN_JAX_FORKSERVER=0``).
 
 The closure side runs the bundled (trusted) reference interface's Python in this process,
-as the engine did before the sandbox; the exported side is what compile_interface returns.
+as an engine without the sandbox would; the exported side is what compile_interface returns.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ as C x time(2) / time(1) (each core doing its share of the slots at the pinned r
 pace: an estimate, not a measurement); and, last, time(2) / time(3), the sharding's
 speed-up. The load average is printed before and after: other work on the cores slows
 every run, and on a loaded machine the wall-time ratios are the scheduler's, not the
-sharding's (docs/scale.md).
+sharding's.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ features) vs the raw environment's random-action throughput (task step + auto-re
 the same number of parallel environments), as a fraction of that limit.
 
     python benchmarks/throughput.py            # GPU defaults: 8192 envs
-    python benchmarks/throughput.py --quick    # 2-core CPU: 256 envs (the CPU preset)
+    python benchmarks/throughput.py --quick    # CPU: 256 envs (the CPU preset)
 
 Both sides are timed after compilation (best of --repeats). Also printed: PPO with one
 epoch per update, to show how much of the gap is the gradient work rather than the

@@ -10,7 +10,7 @@ steps, 4 epochs x 4 minibatches, Adam 1e-3, clip 0.2, gamma 0.99, lambda 0.95.
 Both are evaluated the same way (fresh episodes at the horizon, sampled actions).
 
     python benchmarks/vs_purejaxrl.py            # GPU: 1M steps, 3 seeds each
-    python benchmarks/vs_purejaxrl.py --quick    # 2-core CPU: 250k steps, 1 seed
+    python benchmarks/vs_purejaxrl.py --quick    # CPU: 250k steps, 1 seed
 
 Ours runs its fused rollout by default: like the closure, one run's steps compiled with
 its program inside. ``--rollout split`` runs the path a search uses (the steps compiled

@@ -145,7 +145,7 @@ def scripted_for(task: Task, size: int, seed: int, horizon: int) -> Transition:
 
 def _run_sampler(roll: Any, key: jax.Array) -> Transition:
     """A sampler run: it runs once, so LLVM's optimisations would not pay for their compile
-    (xla_options.py; xland_easy's three samplers: 13 s -> 7-9 s on a 2-core CPU)."""
+    (xla_options.py)."""
     return jax.block_until_ready(roll.lower(key).compile(run_once())(key))
 
 

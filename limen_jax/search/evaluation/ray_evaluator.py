@@ -58,7 +58,7 @@ class RayEvaluator:
         (None): split where actors have compute of their own, i.e. on GPUs or on a cluster
         given by ``address``; a local Ray on this machine's CPUs sends whole jobs, because
         there the actors share the same cores and a split only repeats each compile in
-        every actor (docs/scale.md, measured).
+        every actor.
     init: extra ``ray.init`` arguments.
     """
 
