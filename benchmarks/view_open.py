@@ -1,4 +1,5 @@
-"""How fast the run viewer opens a 300-candidate run (docs/howto/look-at-a-run.md), against no baseline: absolute seconds.
+"""How fast the run viewer opens a 300-candidate run (docs/howto/look-at-a-run.md): absolute
+seconds, with no baseline.
 
 Synthesizes a run directory of N candidates of realistic size (tests/view/view_runs.py:
 3 KB programs, 8 KB prompts, ten 36-point curves, crossovers, rejections, 3 islands), then
