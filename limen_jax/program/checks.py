@@ -233,7 +233,7 @@ def trace_functions(
     the relative work budget; 0 when unknown (the absolute ceiling alone applies).
     """
     # one transition's shapes: tracing needs no values (slicing each leaf eagerly compiled
-    # a program per leaf, ~0.5 s of every check)
+    # a program per leaf, a noticeable share of every check)
     one = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), sample)
     obs_jaxpr = reward_jaxpr = obs_dim = None
     terms: tuple[str, ...] = ()
