@@ -122,5 +122,5 @@ def write(script: str, figures: dict[str, Any], args: argparse.Namespace | None 
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.{record['budget']}.json"
     path.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"record: {path}", flush=True)
+    print(f"record: {path}", file=sys.stderr, flush=True)
     return path

@@ -1,4 +1,5 @@
-"""What a new batch of programs costs to compile, against what it costs to train.
+"""What a new batch of programs costs to compile, against what it costs to train, and
+against the previous fused path (every program inlined in one training program).
 
     python benchmarks/compile_cost.py --quick    # CPU: 8 xland_easy programs, 150k steps x 2 seeds
     python benchmarks/compile_cost.py            # GPU: 8 programs, 1M steps x 3 seeds, paper preset
