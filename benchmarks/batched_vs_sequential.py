@@ -2,7 +2,7 @@
 candidate at a time, one compile per seed), same total env steps, same machine, one run.
 
     python benchmarks/batched_vs_sequential.py            # GPU: K=8 x 3 seeds, 1M steps each
-    python benchmarks/batched_vs_sequential.py --quick    # 2-core CPU: K=8 x 3 seeds, 16k steps
+    python benchmarks/batched_vs_sequential.py --quick    # CPU: K=8 x 3 seeds, 16k steps
 
 The reference (the baseline) trains one (candidate, seed) at a time with a whole-training
 program compiled for it: a PureJaxRL-style ``make_train`` closure (benchmarks/vs_purejaxrl.py)
@@ -24,6 +24,7 @@ import time
 os.environ["LIMEN_JAX_XLA_CACHE"] = "off"
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
+import _record  # noqa: E402
 import numpy as np  # noqa: E402
 from _xland_interfaces import family  # noqa: E402
 from vs_purejaxrl import evaluate, make_train  # noqa: E402
@@ -84,6 +85,7 @@ def main() -> None:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--steps", type=int, default=None, help="env steps per candidate per seed")
     p.add_argument("--preset", default=None, choices=["cpu", "paper"])
+    _record.add_argument(p)
     args = p.parse_args()
     steps = args.steps or (16_384 if args.quick else 1_000_000)
     preset = args.preset or ("cpu" if args.quick else "paper")
@@ -105,6 +107,16 @@ def main() -> None:
     print(f"speedup batched vs ours one at a time: {one['wall_s'] / ours['wall_s']:.2f}x")
     speedup = ref["wall_s"] / ours["wall_s"]
     print(f"speedup batched vs the reference (one at a time, a compile per seed): {speedup:.2f}x")
+    _record.write(__file__, {
+        "speed-up batched vs the reference (x)": speedup,
+        "speed-up batched vs ours one at a time (x)": one["wall_s"] / ours["wall_s"],
+        "batched wall (s)": ours["wall_s"], "batched compile (s)": ours["compile_s"],
+        "reference wall (s)": ref["wall_s"], "reference compile (s)": ref["compile_s"],
+        "ours one at a time wall (s)": one["wall_s"], "ours one at a time compile (s)": one["compile_s"],
+        "batched mean success": ours["success"], "reference mean success": ref["success"],
+        "ours one at a time mean success": one["success"],
+        "candidates x seeds x steps": f"{args.candidates} x {args.seeds} x {steps:,}",
+    }, args)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
+
 _RUN = """
 import json, sys, time
 import limen_jax as lj
@@ -57,6 +60,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="xland_easy")
     p.add_argument("--config", default=None, help="an evolve config file (JSON); default: the task's CPU preset")
+    _record.add_argument(p)
     args = p.parse_args()
     config = json.loads(pathlib.Path(args.config).read_text()) if args.config else {}
     config.setdefault("llm", {})["mutator"] = "offline"
@@ -70,6 +74,11 @@ def main() -> None:
     same = results["in_turn"]["success"] == results["ahead"]["success"]
     print(f"same successes for every program: {same}")
     print(f"wall ratio in turn / ahead: {results['in_turn']['wall'] / results['ahead']['wall']:.2f}")
+    _record.write(__file__, {
+        "wall ratio in turn / ahead": results["in_turn"]["wall"] / results["ahead"]["wall"],
+        "in turn wall (s)": results["in_turn"]["wall"], "ahead wall (s)": results["ahead"]["wall"],
+        "same successes for every program": same, "task": args.task,
+    }, args)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""What a new batch of programs costs to compile, against what it costs to train.
+"""What a new batch of programs costs to compile, against what it costs to train, and
+against the previous fused path (every program inlined in one training program).
 
-    python benchmarks/compile_cost.py --quick    # 2-core CPU: 8 xland_easy programs, 150k steps x 2 seeds
+    python benchmarks/compile_cost.py --quick    # CPU: 8 xland_easy programs, 150k steps x 2 seeds
     python benchmarks/compile_cost.py            # GPU: 8 programs, 1M steps x 3 seeds, paper preset
 
 In one run, on one machine:
@@ -31,7 +32,11 @@ import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
-BASELINE = "ab1add6"  # main before the split compile (issue 13)
+sys.path.insert(0, str(HERE))
+
+import _record  # noqa: E402
+
+BASELINE = "ab1add6"  # the last commit with the fused path (every program inlined)
 
 _FUSED = """
 import json, sys, time
@@ -76,6 +81,7 @@ def main() -> None:
     p.add_argument("--preset", default=None, choices=["cpu", "paper"])
     p.add_argument("--baseline", default=BASELINE, help="commit of the fused path")
     p.add_argument("--no-baseline", action="store_true")
+    _record.add_argument(p)
     args = p.parse_args()
     args.seeds = args.seeds or (2 if args.quick else 3)
     steps = args.steps or (150_000 if args.quick else 1_000_000)
@@ -141,6 +147,15 @@ def main() -> None:
               f"train+eval time {f_train / ours_te:.2f} (>= 0.9 wanted), wall {fused['wall'] / ours_total:.2f}x",
               flush=True)  # fmt: skip
     print(f"compile share: {compile_s / (compile_s + train_s):.3f}")
+    figures = {"compile share": compile_s / (compile_s + train_s), "fresh batch compile (s)": compile_s,
+               "fresh batch kernel compile (s)": tr.kernel_compile_s, "fresh batch train (s)": train_s,
+               "fresh batch env-steps/s": env_steps / train_s, "first batch compile (s)": warm.compile_s}
+    if not args.no_baseline:
+        figures.update({"fused compile (s)": fused["compile"], "fused train+eval (s)": f_train,
+                        "compile ratio fused / ours (x)": fused["compile"] / compile_s,
+                        "train+eval ratio fused / ours": f_train / ours_te})
+    figures["programs x seeds x steps"] = f"{args.candidates} x {args.seeds} x {steps:,}"
+    _record.write(__file__, figures, args)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The same search with the in-process evaluator and with Ray actors: programs judged per hour.
 
-    python benchmarks/evaluators.py --quick    # 2-core CPU: xland_easy, 2 iterations x 8 candidates
+    python benchmarks/evaluators.py --quick    # CPU: xland_easy, 2 iterations x 8 candidates
     python benchmarks/evaluators.py            # a bigger budget (20 iterations x 8 candidates)
 
 Both sides run the same offline search (same seed, so the same programs and scores) in
@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import pathlib
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,6 +26,9 @@ from pathlib import Path
 os.environ["LIMEN_JAX_XLA_CACHE"] = "off"  # read by the actors too (they inherit the environment)
 
 import limen_jax as lj  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
 
 
 def config(iterations: int, candidates: int, steps: int) -> dict:
@@ -45,6 +50,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=None, help="env steps per candidate per seed")
     p.add_argument("--actors", type=int, default=2)
     p.add_argument("--split", action="store_true", help="split each batch over the actors (default: whole batches)")
+    _record.add_argument(p)
     args = p.parse_args()
     iterations = args.iterations or (2 if args.quick else 20)
     steps = args.steps or (16_384 if args.quick else 150_000)
@@ -75,6 +81,13 @@ def main() -> None:
     print(f"ray ({args.actors} actors x 1 CPU, {how}): {n_ray} programs in {ray_s:.1f} s ({up_s:.1f} s starting Ray): "
           f"{3600 * n_ray / ray_s:,.0f} programs/h; same records and scores as in-process: {same}", flush=True)
     print(f"programs judged per hour, ray / in-process: {(n_ray / ray_s) / (n_here / here_s):.2f}")
+    _record.write(__file__, {
+        "programs per hour, ray / in-process": (n_ray / ray_s) / (n_here / here_s),
+        "in-process programs per hour": 3600 * n_here / here_s, "ray programs per hour": 3600 * n_ray / ray_s,
+        "in-process wall (s)": here_s, "ray wall (s)": ray_s, "ray start-up (s)": up_s,
+        "same records and scores": same, "ray actors": f"{args.actors} ({how})",
+        "iterations x candidates x steps": f"{iterations} x {args.candidates} x {steps:,}",
+    }, args)  # fmt: skip
 
 
 if __name__ == "__main__":

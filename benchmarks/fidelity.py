@@ -30,6 +30,9 @@ import tempfile
 import time
 from typing import Any
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
+
 # the paper's table (joint evolution, 10-seed retrain of the best program)
 PAPER = {"xland_easy": 0.99, "xland_medium": 0.99, "xland_hard": 0.85, "panda_track": 0.45, "go1_push": 0.48}
 # task -> (the reference's published program, its config under configs/)
@@ -68,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int, default=None, help="default 3 (the paper's), 1 with --quick")
     p.add_argument("--steps", type=int, default=None, help="env steps per seed (default: the task's paper budget)")
     p.add_argument("--quick", action="store_true", help="xland_easy, 1 seed, one PPO update (a CPU smoke run)")
+    _record.add_argument(p)
     p.add_argument("--programs", type=pathlib.Path, default=None, metavar="DIR",
                    help="the reference's examples/evolved_interfaces (default: our bundled interfaces)")  # fmt: skip
     p.add_argument("--reference", type=pathlib.Path, default=None, metavar="PATH",
@@ -216,6 +220,14 @@ def main(argv: list[str] | None = None) -> int:
             record["reference"], record["ratio"] = ref, round(ratio, 3)
         records.append(record)
     print(json.dumps(records))
+    figures: dict[str, Any] = {}
+    for r in records:
+        figures[f"{r['task']}: ours success"] = _mean(r["ours"]["success"])
+        figures[f"{r['task']}: paper success"] = r["paper"]
+        if "ratio" in r:
+            figures[f"{r['task']}: ours / reference"] = r["ratio"]
+        figures[f"{r['task']}: steps x seeds"] = f"{r['ours']['steps']:,} x {len(r['ours']['success'])}"
+    _record.write(__file__, figures, args, argv)
     return 0
 
 

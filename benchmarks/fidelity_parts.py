@@ -25,6 +25,7 @@ Whole training runs are compared by benchmarks/fidelity.py --reference.
 from __future__ import annotations
 
 import json
+import pathlib
 import sys
 from typing import Any
 
@@ -32,6 +33,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
 
 TOL = 1e-4  # float32 rounding of the same sums in another order, relative to the step size
 PROGRAM = "examples/evolved_interfaces/medium_place_near.py"
@@ -243,6 +247,8 @@ def main() -> int:
             print(f"  {name:26s} {value}")
     print("differences beyond float32 rounding: " + (", ".join(problems) if problems else "none"))
     print(json.dumps({**results, "problems": problems}))
+    _record.write(__file__, {"differences beyond float32 rounding": ", ".join(problems) or "none",
+                             "parts compared": ", ".join(results)})  # fmt: skip
     return 1 if problems else 0
 
 

@@ -26,6 +26,9 @@ import traceback
 import zipfile
 from typing import Any
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 
@@ -47,7 +50,7 @@ STEPS = (
 )
 INSTALL_S = 25  # the install line before this script (wheels and the project into /tmp/site)
 BUDGET_S = 570  # the steps' share of a 600 s device command, leaving its install and exit
-TINY_BUDGET_S = 1800  # --tiny on a 2-core CPU: compiles dominate (about 15 minutes here, MJX most)
+TINY_BUDGET_S = 1800  # --tiny on a small CPU: compiles dominate (MJX most)
 
 # Tiny sizes: the paper preset's code path (GRU, paper PPO) at a size a CPU trains in seconds.
 TINY_PAPER = {"num_envs": 16, "minibatches": 2, "gru_encoder": (16, 16), "gru_action_embed": 4, "gru_hidden": 16,
@@ -374,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"seconds for all steps (default {BUDGET_S}, {TINY_BUDGET_S} with --tiny)")
     p.add_argument("--step", help=argparse.SUPPRESS)
     p.add_argument("--step-limit", type=float, default=0.0, help=argparse.SUPPRESS)
+    _record.add_argument(p)
     args = p.parse_args(argv)
     only = [s for s in args.only.split(",") if s]
     unknown = set(only) - {s.name for s in STEPS}
@@ -383,6 +387,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.plan:
         print("\n".join(plan_lines()))
+        figures: dict[str, Any] = {"planned total (s)": INSTALL_S + sum(s.estimate_s for s in STEPS),
+                                   "install (s)": INSTALL_S}  # fmt: skip
+        figures.update({f"{s.name} (s)": s.estimate_s for s in STEPS})
+        _record.write(__file__, figures, args, argv)
         return 0
     if args.wheels:
         try:
@@ -394,6 +402,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"total: {total:.1f} MiB of {LIMIT_MB:.0f} (with the project's source)")
         print(f"install there: {install_line(args.wheels)}")
         print(f"run there: {device_command(args.wheels)}")
+        _record.write(__file__, {"wheels to carry (MiB)": round(total, 1), "limit with the source (MiB)": LIMIT_MB,
+                                 "wheels missing": sum("missing" in ln for ln in lines)}, args, argv)  # fmt: skip
         return 0 if total <= LIMIT_MB else 1
     if not args.out:
         print("error: give --out DIR (or --plan, or --wheels DIR)", file=sys.stderr)
@@ -405,6 +415,9 @@ def main(argv: list[str] | None = None) -> int:
     summary = run_all(out, args.tiny, only, budget)
     for s in summary:
         print(f"{s['step']:<11} {s['status']:<7} {s['seconds']:>6} s")
+    figures = {"steps ok": f"{sum(s['status'] == 'ok' for s in summary)} of {len(summary)}"}
+    figures.update({f"{s['step']} (s, {s['status']})": s["seconds"] for s in summary})
+    _record.write(__file__, figures, args, argv)
     return 0 if all(s["status"] == "ok" for s in summary) else 1
 
 

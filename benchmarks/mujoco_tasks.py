@@ -5,7 +5,7 @@ throughput as a fraction of the raw simulator's (random actions, as many envs).
 
     python benchmarks/mujoco_tasks.py --task go1_push              # GPU: 25M steps x 3 seeds
     python benchmarks/mujoco_tasks.py --task panda_track           # GPU: 15M steps x 3 seeds
-    python benchmarks/mujoco_tasks.py --task go1_push --quick      # 2-core CPU, reduced budget
+    python benchmarks/mujoco_tasks.py --task go1_push --quick      # CPU, reduced budget
 
 --quick uses the CPU preset (64 envs) and 32 updates: success is meaningless there;
 the throughput ratio is the figure to read. The last line is that ratio.
@@ -29,6 +29,9 @@ import limen_jax as lj  # noqa: E402
 from limen_jax.config import EvolveConfig  # noqa: E402
 from limen_jax.program import compile_interface  # noqa: E402
 from limen_jax.rl import BatchTrainer, PPOConfig  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
 
 
 def measure(task, config: PPOConfig, seeds: int, steps: int, raw_updates: int = 4) -> dict:
@@ -62,6 +65,7 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="CPU preset and a reduced budget")
     p.add_argument("--seeds", type=int, default=None, help="default: 3 (paper), 2 with --quick")
     p.add_argument("--steps", type=int, default=None, help="env steps per seed (default: the paper's full run)")
+    _record.add_argument(p)
     args = p.parse_args()
     task = lj.make(args.task)
     kind = "cpu" if args.quick else "paper"
@@ -81,6 +85,12 @@ def main() -> None:
     rate = m["train_steps_per_s"]
     print(f"training {rate:,.0f} steps/s over {seeds} seeds ({rate / seeds:,.0f} per seed)")
     print(f"training throughput / raw simulator throughput: {m['fraction_of_raw']:.2f}")
+    _record.write(__file__, {
+        "training throughput / raw simulator throughput": m["fraction_of_raw"],
+        "training steps/s": rate, "raw simulator steps/s": m["raw_steps_per_s"],
+        "success": float(np.mean(m["success_per_seed"])), "wall (s)": m["wall_s"], "compile (s)": m["compile_s"],
+        "task, steps x seeds": f"{task.name}, {steps:,} x {seeds}",
+    }, args, variant=None if task.name == "go1_push" else task.name)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ answers every call after a fixed latency (default 20 s) with a valid program (a 
 first-generation program from the task's offline catalog). Two runs of the same search
 (3 generations x 4 candidates, ``--quick``) go through it:
 
-- synchronous: ``--pipeline off`` and one call at a time (the loop before issue 12);
+- synchronous: ``--pipeline off`` and one call at a time (the baseline);
 - pipelined: every call of a batch in flight at once, and batch i+1 asked and checked
   while batch i trains.
 
@@ -25,12 +25,16 @@ import argparse
 import itertools
 import json
 import os
+import pathlib
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "llm"))
@@ -85,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--latency", type=float, default=20.0, help="seconds the fake LLM takes per call")
     p.add_argument("--iterations", type=int, help="generations (default 3 with --quick, else 5)")
     p.add_argument("--candidates", type=int, default=4)
+    _record.add_argument(p)
     args = p.parse_args(argv)
     iterations = args.iterations or (3 if args.quick else 5)
     model = Model(args.task, args.latency)
@@ -109,6 +114,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{' '.join(f'{x:.0f}' for x in per)} s (mean {np.mean(per):.0f} s), "
               f"LLM wait {r['llm_wait_s']:.0f} s = {share:.0%} of the wall time")
     print(f"sync / pipelined = {runs[1]['wall_s'] / runs[0]['wall_s']:.2f}")
+    figures: dict[str, object] = {"wall sync / pipelined": runs[1]["wall_s"] / runs[0]["wall_s"]}
+    for r in runs:
+        figures[f"{r['name']} wall (s)"] = r["wall_s"]
+        figures[f"{r['name']} LLM wait share"] = r["llm_wait_s"] / max(sum(e["wall_s"] for e in r["iterations"]), 1e-9)
+    figures["generations x candidates, fake latency (s)"] = f"{iterations} x {args.candidates}, {args.latency:g}"
+    _record.write(__file__, figures, args, argv)
     return 0
 
 

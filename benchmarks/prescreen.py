@@ -1,5 +1,5 @@
 """What the demos pre-screen saves: ranking accuracy of known rewards, then searches with
-and without ``--prescreen demos`` (issue 30's Measure).
+and without ``--prescreen demos``, at the same budget of programs.
 
 1. Ranking accuracy A (limen_jax.search.evaluation.demo_ranking) of the reference interfaces' rewards
    (envs/interfaces/), the sparse reward and deliberately hackable ones (one paid for
@@ -27,11 +27,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import pathlib
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HACKS = ROOT / "tests" / "search"
@@ -110,6 +115,7 @@ def thresholds(scored: list[tuple[float, float]], levels: tuple[float, ...] = (0
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="12 programs at 300,000 steps x 1 seed")
+    _record.add_argument(p)
     args = p.parse_args()
     if args.quick:
         budget = {"search": {"initial": 3, "candidates": 3, "iterations": 24, "programs": 12, "seeds": 1},
@@ -125,11 +131,14 @@ def main() -> None:
     print(f"offline search, {budget['search']['programs']} programs{f', {steps:,} steps' if steps else ''}, "
           "with and without --prescreen demos (threshold 0.5):", flush=True)
     saved = []
+    figures: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in tasks:
             off = search(name, "demos:0", budget, Path(tmp) / f"{name}-off")
             on = search(name, "demos", budget, Path(tmp) / f"{name}-on")
             for label, r in (("without", off), ("with", on)):
+                figures[f"{name} {label}: best success"] = r["best"]
+                figures[f"{name} {label}: programs trained"] = r["trained"]
                 print(f"  {name:13s} {label:8s} trained {r['trained']:2d}, rejected by the pre-screen "
                       f"{r['rejected by prescreen']:2d}, training {r['train_s']:7.1f} s, best success {r['best']:.3f}",
                       flush=True)  # fmt: skip
@@ -144,6 +153,9 @@ def main() -> None:
     frac = sum(saved) / len(saved) if saved else 0.0
     print(f"training compute saved at equal or better best success: {frac:.2f} "
           f"(over {len(saved)} of {len(tasks)} tasks)")
+    figures["training compute saved at equal or better best success"] = frac
+    figures["tasks where the pre-screen kept the best"] = f"{len(saved)} of {len(tasks)}"
+    _record.write(__file__, dict(reversed(figures.items())), args)
 
 
 if __name__ == "__main__":

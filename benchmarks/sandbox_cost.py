@@ -5,21 +5,22 @@ training speed with the exported artifact vs the program's Python closure.
     python benchmarks/sandbox_cost.py --steps 20000 --k 8 --workers 8
 
 "worker start-up" times a fresh Python importing what a worker (and a fork server) imports
-before its first program, against the same plus what ``import limen_jax`` also loaded
-before the search-requests change (config, and with it the search, LLM and archive
-modules), in the same run: the cost the import cut saves every fresh worker.
+before its first program, against the same plus the config module (and with it the search,
+LLM and archive modules), in the same run: what keeping them out of a worker's imports
+saves every fresh worker.
 
 "one program" is checked twice: in a fork server's child (the default; the server was
 started by the check before) and in a fresh worker (``LIMEN_JAX_FORKSERVER=0``).
 
 The closure side runs the bundled (trusted) reference interface's Python in this process,
-as the engine did before the sandbox; the exported side is what compile_interface returns.
+as an engine without the sandbox would; the exported side is what compile_interface returns.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import pathlib
 import statistics
 import subprocess
 import sys
@@ -33,6 +34,9 @@ import limen_jax.rl
 from limen_jax.interface import Interface
 from limen_jax.program import Limits, check_sample, compile_interface, compile_many, isolation, pool
 from limen_jax.program.sandbox import exec_program, program_function
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
 
 
 def closure_interface(source: str, obs_dim: int, size: int) -> Interface:
@@ -93,6 +97,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--skip-checks", action="store_true", help="only the training comparison")
     parser.add_argument("--startup-repeats", type=int, default=7)
+    _record.add_argument(parser)
     args = parser.parse_args()
 
     from limen_jax.program.forkserver import PRELOAD
@@ -131,12 +136,26 @@ def main() -> None:
     closure = closure_interface(iface.source, iface.obs_dim, iface.reward_ast_size)
     ke, kc = kernel_seconds(iface, sample), kernel_seconds(closure, sample)
     print(f"φ+R over 4096 transitions: exported {ke * 1e3:.2f} ms, closure {kc * 1e3:.2f} ms, ratio {kc / ke:.3f}")
+    ratios = []
     for r in range(args.repeats):
         exported = steps_per_second(task, iface, args.steps)
         python = steps_per_second(task, closure, args.steps)
+        ratios.append(exported / python)
         print(
             f"repeat {r}: training steps/s exported {exported:.0f}, closure {python:.0f}, ratio {exported / python:.3f}"
         )
+    figures: dict[str, object] = {}
+    if ratios:
+        figures["training steps/s exported / closure (median)"] = statistics.median(ratios)
+    if not args.skip_checks:
+        figures.update({"check of one program, fork server (s)": forked,
+                        "check of one program, fresh worker (s)": fresh,
+                        f"check of {args.k} programs, {args.workers} workers (s)": many,
+                        f"programs passing of {args.k}": ok})  # fmt: skip
+    figures.update({"worker start-up (s)": after, "worker start-up with the search modules (s)": before,
+                    "φ+R exported, 4096 transitions (ms)": ke * 1e3, "φ+R closure, 4096 transitions (ms)": kc * 1e3,
+                    "isolation mechanism": isolation.mechanism()})  # fmt: skip
+    _record.write(__file__, figures, args)
 
 
 if __name__ == "__main__":

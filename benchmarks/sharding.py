@@ -28,7 +28,7 @@ as C x time(2) / time(1) (each core doing its share of the slots at the pinned r
 pace: an estimate, not a measurement); and, last, time(2) / time(3), the sharding's
 speed-up. The load average is printed before and after: other work on the cores slows
 every run, and on a loaded machine the wall-time ratios are the scheduler's, not the
-sharding's (docs/howto/run-on-ray.md).
+sharding's.
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ import os
 import pathlib
 import subprocess
 import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
 
 CHILD = """
 import os
@@ -87,6 +90,7 @@ def main() -> None:
     p.add_argument("--devices", type=int, default=2)
     p.add_argument("--updates", type=int, default=None)
     p.add_argument("--preset", choices=("cpu", "paper"), default="cpu", help="the PPO preset (paper: for GPUs)")
+    _record.add_argument(p)
     args = p.parse_args()
     u = args.updates or (8 if args.quick else 32)
     k, s = args.candidates, args.seeds
@@ -108,6 +112,13 @@ def main() -> None:
           f"{m * 1e3:.0f} ms per update; {busy(many)}")
     print(f"most a split over these {one['cores']} cores could give (estimate): {one['cores'] * a1 / p1:.2f}x")
     print(f"speed-up {args.devices} devices / 1: {a1 / m:.2f}x")
+    _record.write(__file__, {
+        f"speed-up {args.devices} devices / 1 (x)": a1 / m, "1 device, 1 core, per update (ms)": p1 * 1e3,
+        f"1 device, {one['cores']} cores, per update (ms)": a1 * 1e3,
+        f"{many['devices']} devices, per update (ms)": m * 1e3,
+        "cores' worth one device uses": p1 / a1, "most a split could give, estimate (x)": one["cores"] * a1 / p1,
+        "K x S x updates": f"{k} x {s} x {u}",
+    }, args)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pathlib
 import sys
 import time
 from pathlib import Path
@@ -47,6 +48,9 @@ import limen_jax as lj
 from limen_jax.compare import comparisons, load_run, noise, strategy_table, summarise, table
 from limen_jax.config import EvolveConfig
 from limen_jax.search.strategy_registry import check_options, strategy_class
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
 
 DEFAULT_STRATEGIES = ("map_elites", "eureka", "mcts", "forge", "portfolio", "independent")
 QUICK = {"initial": 3, "candidates": 3, "programs": 9, "steps": 300_000, "train_seeds": 1}
@@ -154,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--option", action="append", default=[], metavar="STRATEGY.KEY=VALUE",
                    help="a strategy's option (search.options), e.g. mcts.leaves=3 so that its batch matches "
                         "--candidates; repeatable")
+    _record.add_argument(p)
     args = p.parse_args(argv)
     args.options = {}
     for item in args.option:
@@ -200,6 +205,12 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(comparisons(groups, args.budget)))
         print()
     print(verdict(groups, args.budget))
+    figures: dict[str, Any] = {"verdict": verdict(groups, args.budget)}
+    for name, runs in groups.items():
+        bests = summarise(runs, args.budget)["bests"]
+        figures[f"{name}: best success, mean over {len(bests)} run seeds"] = sum(bests) / len(bests)
+    figures["task, programs per run"] = f"{args.task}, {s['programs']}"
+    _record.write(__file__, figures, args, argv)
     return 0
 
 

@@ -3,7 +3,7 @@ features) vs the raw environment's random-action throughput (task step + auto-re
 the same number of parallel environments), as a fraction of that limit.
 
     python benchmarks/throughput.py            # GPU defaults: 8192 envs
-    python benchmarks/throughput.py --quick    # 2-core CPU: 256 envs (the CPU preset)
+    python benchmarks/throughput.py --quick    # CPU: 256 envs (the CPU preset)
 
 Both sides are timed after compilation (best of --repeats). Also printed: PPO with one
 epoch per update, to show how much of the gap is the gradient work rather than the
@@ -32,6 +32,9 @@ from _xland_interfaces import evolved_size, evolved_size_terms  # noqa: E402
 import limen_jax as lj  # noqa: E402
 from limen_jax.rl import BatchTrainer, PPOConfig  # noqa: E402
 from limen_jax.task import tree_where  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
 
 
 def raw_throughput(task, num_envs: int, steps: int, repeats: int) -> float:
@@ -99,6 +102,7 @@ def main() -> None:
     p.add_argument("--envs", type=int, default=None)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--terms", action="store_true", help="scalar reward vs the same reward as named terms")
+    _record.add_argument(p)
     args = p.parse_args()
     task = lj.make("xland_easy")
     config = PPOConfig.preset(task.name, "cpu")
@@ -106,11 +110,14 @@ def main() -> None:
     config = config.replace(num_envs=envs)
     updates = 16 if args.quick else 32
     if args.terms:
+        terms: dict[str, float] = {}
         for rollout in ("split", "fused"):
             best = terms_throughput(task, config, updates, args.repeats, rollout)
             print(f"PPO, 147-feature interface, {envs} envs, {rollout}: scalar reward {best['scalar']:,.0f} steps/s, "
                   f"3 named terms {best['terms']:,.0f} steps/s (ratio {best['terms'] / best['scalar']:.3f})",
                   flush=True)  # fmt: skip
+            terms[f"{rollout}: 3 named terms / scalar reward"] = best["terms"] / best["scalar"]
+        _record.write(__file__, terms, args, variant="terms")
         return
     raw = raw_throughput(task, envs, config.rollout_len * updates, args.repeats)
     print(f"raw env, random actions, {envs} envs: {raw:,.0f} steps/s", flush=True)
@@ -120,6 +127,10 @@ def main() -> None:
     print(f"PPO training, 147-feature interface, {envs} envs, {config.epochs} epochs x {config.minibatches} "
           f"minibatches (the preset): {ppo:,.0f} steps/s", flush=True)  # fmt: skip
     print(f"training throughput / raw env throughput: {ppo / raw:.2f}")
+    _record.write(__file__, {
+        "training throughput / raw env throughput": ppo / raw, "raw env steps/s": raw,
+        "PPO steps/s, 1 epoch per update": one, "PPO steps/s, the preset": ppo, "envs": envs,
+    }, args)  # fmt: skip
 
 
 if __name__ == "__main__":

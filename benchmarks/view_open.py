@@ -1,4 +1,5 @@
-"""How fast the run viewer opens a 300-candidate run (docs/view.md).
+"""How fast the run viewer opens a 300-candidate run (docs/howto/look-at-a-run.md): absolute
+seconds, with no baseline.
 
 Synthesizes a run directory of N candidates of realistic size (tests/view/view_runs.py:
 3 KB programs, 8 KB prompts, ten 36-point curves, crossovers, rejections, 3 islands), then
@@ -19,6 +20,7 @@ times, each the median of ``--repeat`` tries:
 from __future__ import annotations
 
 import argparse
+import pathlib
 import shutil
 import socket
 import statistics
@@ -28,12 +30,16 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "view"))
 
 from view_runs import large_run  # noqa: E402
 
 from limen_jax.view import data  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
 
 PROFILE = False
 
@@ -101,6 +107,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="print the page's own timings")
+    _record.add_argument(ap)
     args = ap.parse_args()
     global PROFILE
     PROFILE = args.profile
@@ -143,6 +150,10 @@ def main() -> None:
         print(f"static file {out.stat().st_size / 1e6:.1f} MB")
         for k, v in t.items():
             print(f"{k:>13}: {statistics.median(v):.2f} s  (runs: {', '.join(f'{x:.2f}' for x in v)})")
+        figures: dict[str, Any] = {f"{k}, median (s)": statistics.median(v) for k, v in t.items()}
+        figures.update({"candidates": args.n, "run dir (MB)": round(size / 1e6, 1),
+                        "static file (MB)": round(out.stat().st_size / 1e6, 1)})  # fmt: skip
+    _record.write(__file__, figures, args)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ steps, 4 epochs x 4 minibatches, Adam 1e-3, clip 0.2, gamma 0.99, lambda 0.95.
 Both are evaluated the same way (fresh episodes at the horizon, sampled actions).
 
     python benchmarks/vs_purejaxrl.py            # GPU: 1M steps, 3 seeds each
-    python benchmarks/vs_purejaxrl.py --quick    # 2-core CPU: 250k steps, 1 seed
+    python benchmarks/vs_purejaxrl.py --quick    # CPU: 250k steps, 1 seed
 
 Ours runs its fused rollout by default: like the closure, one run's steps compiled with
 its program inside. ``--rollout split`` runs the path a search uses (the steps compiled
@@ -46,6 +46,9 @@ from _xland_interfaces import candidate  # noqa: E402
 
 import limen_jax as lj  # noqa: E402
 from limen_jax.rl import PPOConfig, train_batch  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
 
 
 class ActorCritic(nn.Module):
@@ -189,6 +192,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--seeds", type=int, default=None)
     p.add_argument("--rollout", default="fused", choices=["auto", "split", "fused"], help="our trainer's rollout path")
+    _record.add_argument(p)
     args = p.parse_args()
     steps = args.steps or (250_000 if args.quick else 1_000_000)
     seeds = args.seeds or (1 if args.quick else 3)
@@ -228,6 +232,13 @@ def main() -> None:
     print(f"ratios baseline / ours: compile {base_compile / ours.compile_s:.2f}, "
           f"running {(base_wall - base_compile) / ours_running:.2f} (>= 1.0 wanted for both)")  # fmt: skip
     print(f"wall time baseline / ours: {base_wall / ours_wall:.2f}")
+    _record.write(__file__, {
+        "wall time baseline / ours": base_wall / ours_wall, "compile baseline / ours": base_compile / ours.compile_s,
+        "running baseline / ours": (base_wall - base_compile) / ours_running,
+        "baseline wall (s)": base_wall, "baseline compile (s)": base_compile, "ours wall (s)": ours_wall,
+        "ours compile (s)": ours.compile_s, "baseline success": float(np.mean(base_success)),
+        "ours success": float(ours.success_mean[0]), "seeds x steps": f"{seeds} x {steps:,}", "rollout": args.rollout,
+    }, args)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ of the medians is the figure; on a shared machine compare it with the spread.
 from __future__ import annotations
 
 import argparse
+import pathlib
 import statistics
+import sys
 import time
 
 import jax
@@ -20,6 +22,9 @@ import limen_jax as lj
 from limen_jax.interface import default_interface
 from limen_jax.rl import BatchTrainer, PPOConfig
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _record  # noqa: E402
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -27,6 +32,7 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=2)
     parser.add_argument("--updates", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=5)
+    _record.add_argument(parser)
     args = parser.parse_args()
     task = lj.make(args.task)
     config = PPOConfig.preset(args.task, "cpu")
@@ -49,6 +55,12 @@ def main() -> None:
         print(f"  {side:7s} deadline: median {statistics.median(ts):.3f} s ({steps / statistics.median(ts):,.0f} "
               f"steps/s), all {[round(t, 3) for t in ts]}")  # fmt: skip
     print(f"  with / without: {b / a:.3f}")
+    _record.write(__file__, {
+        "time ratio with / without deadline": b / a, "median without (s)": a, "median with (s)": b,
+        "spread without (s)": max(times["without"]) - min(times["without"]),
+        "spread with (s)": max(times["with"]) - min(times["with"]),
+        "task, K x updates x repeats": f"{args.task}, {args.k} x {args.updates} x {args.repeats}",
+    }, args)
 
 
 if __name__ == "__main__":

@@ -5,11 +5,9 @@ passes (threefry's unrolled rounds, behind every random draw, above all), which 
 only in programs that run many times. Programs that run once per run or once per update
 (parameter initialisation, key splitting, the evaluation's set-up, the checker's sample
 rollouts and its one run of a candidate) compile with :data:`RUN_ONCE` instead, on a
-CPU backend (:func:`run_once`; the checker's workers always run on the CPU). Measured on
-a 2-core CPU: an xland batch's once-run trainer programs compiled in
-3.5 s instead of 6.5 s, and xland_easy's check sample in 7-9 s instead of 13. The task's
-reset, which fills the reset pool every update, keeps full optimisation: at level 0 it
-cost ~4 % of a K=8 x S=2 xland update.
+CPU backend (:func:`run_once`; the checker's workers always run on the CPU): they compile
+in about half the time. The task's reset, which fills the reset pool every update, keeps
+full optimisation: at level 0 it slows every update.
 """
 
 from __future__ import annotations

@@ -56,10 +56,9 @@ def patch_mjx_tree_scan() -> None:
 
     ``mjx._src.scan.body_tree`` computes each depth of the kinematic tree from its parent
     level. XLA fuses the levels together and duplicates their work, which grows
-    exponentially with the tree's depth: on this CPU a 9-body chain's ``kinematics`` took
-    2.7 s per call (19 s to compile) against 1 ms for depth 3, and a 7-joint arm (depth 10)
-    stepped at about 4 steps/s. A barrier on each level's result is semantically the
-    identity and restores linear cost (1 ms, 4 s compile); shallow trees are unaffected.
+    exponentially with the tree's depth: a deep chain (a 7-joint arm) runs and compiles
+    orders of magnitude slower than a shallow one. A barrier on each level's result is
+    semantically the identity and restores linear cost; shallow trees are unaffected.
     """
     from mujoco.mjx._src import scan
 

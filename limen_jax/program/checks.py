@@ -145,7 +145,7 @@ def scripted_for(task: Task, size: int, seed: int, horizon: int) -> Transition:
 
 def _run_sampler(roll: Any, key: jax.Array) -> Transition:
     """A sampler run: it runs once, so LLVM's optimisations would not pay for their compile
-    (xla_options.py; xland_easy's three samplers: 13 s -> 7-9 s on a 2-core CPU)."""
+    (xla_options.py)."""
     return jax.block_until_ready(roll.lower(key).compile(run_once())(key))
 
 
@@ -233,7 +233,7 @@ def trace_functions(
     the relative work budget; 0 when unknown (the absolute ceiling alone applies).
     """
     # one transition's shapes: tracing needs no values (slicing each leaf eagerly compiled
-    # a program per leaf, ~0.5 s of every check)
+    # a program per leaf, a noticeable share of every check)
     one = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), sample)
     obs_jaxpr = reward_jaxpr = obs_dim = None
     terms: tuple[str, ...] = ()

@@ -1,8 +1,8 @@
 """Fork servers: sandboxed processes that import the worker's code once and fork one child
 per program.
 
-A fresh worker spends ~1 s of CPU starting Python and importing JAX, flax and
-limen_jax before it sees its program; on a 2-core machine that is a third of a check.
+A fresh worker spends CPU time starting Python and importing JAX, flax and limen_jax
+before it sees its program, a large share of a check on a small machine.
 A fork server is started like a worker (the same isolation mechanism, command line
 and environment), imports all that once, and then, for each request, forks a child
 that runs exactly what a fresh worker runs (:func:`limen_jax.program.worker.serve`):

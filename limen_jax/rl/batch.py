@@ -20,7 +20,7 @@ from limen_jax.rl.trainer import BatchTrainer, TrainState
 from limen_jax.task import Task
 
 # A single run fuses its rollout (train_batch's "auto") from this many updates on, where
-# the fused rollout's faster steps have repaid its longer compile (docs/concepts/trainer.md) ...
+# the fused rollout's faster steps have repaid its longer compile ...
 FUSE_MIN_UPDATES = 200
 # ... or from two updates on where an update is this many transitions a slot, each
 # update saving about what fusing costs once (docs/concepts/trainer.md).

@@ -2,7 +2,7 @@
 
 Every number of DESIGN.md §4 is a field here. ``PPOConfig.preset(task, "paper")``
 returns the values the task declares (``Task.ppo_presets``) for the paper's setting;
-``"cpu"`` its settings for a 2-core CPU.
+``"cpu"`` its settings for a small CPU (a laptop's cores).
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ class PPOConfig:
     @classmethod
     def preset(cls, task_name: str, kind: str = "cpu") -> PPOConfig:
         """The task's preset: "paper" (DESIGN.md §4), "gpu" (the paper's unless the task declares
-        one), "cpu" (2-core CPU) or "quick" (the cpu one unless the task declares one), from
+        one), "cpu" (a small CPU) or "quick" (the cpu one unless the task declares one), from
         ``Task.ppo_presets``."""
         if kind not in ("cpu", "quick", "paper", "gpu"):
             raise ValueError(f"preset kind must be 'cpu', 'quick', 'paper' or 'gpu', got {kind!r}")

@@ -12,9 +12,9 @@ from limen_jax.progress import Progress
 
 
 def prefetch_check_sample(task: Any, limits: Any, progress: Progress) -> None:
-    """Build the checker's sample transitions (compiled rollouts of the task: 7-9 s for
-    xland_easy on a 2-core CPU with no compile cache, longer for an MJX task) on a
-    thread while the first batch is asked for, instead of after its first answer.
+    """Build the checker's sample transitions (compiled rollouts of the task: seconds on a
+    CPU with no compile cache, longer for an MJX task) on a thread while the first batch
+    is asked for, instead of after its first answer.
     The checks wait for it (the sample is cached behind a lock); if building fails,
     the first check builds it again and reports the failure as the engine's."""
     from limen_jax.program import check_sample

@@ -68,7 +68,7 @@ def write_plots(run: Path, archive: Any, task_name: str, mode: str, baseline: di
     """progress.png (with the ``baseline``'s level: :mod:`limen_jax.run.baseline`) and
     archive.png, and depth.png when records carry a lineage depth (``metadata["depth"]``);
     nothing before the first record."""
-    from limen_jax.plots import plot_archive, plot_depth, plot_progress  # matplotlib: ~1 s to import
+    from limen_jax.plots import plot_archive, plot_depth, plot_progress  # matplotlib: slow to import
 
     records = [r.to_dict() for r in archive.store]
     if records:

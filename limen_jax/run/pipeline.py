@@ -1,8 +1,8 @@
 """Whether batch i+1 is asked and checked while batch i trains.
 
 ``search.pipeline`` "auto" resolves to "on" for a live LLM (its answers overlap training)
-and for the offline mutator in runs of three or more generations (its checks, ~8 s a
-batch on a 2-core CPU, overlap training; with fewer, no batch would mutate a parent,
+and for the offline mutator in runs of three or more generations (its checks, seconds a
+batch on a CPU, overlap training; with fewer, no batch would mutate a parent,
 since the first two are written from scratch); "off" for a mutator object handed in. A
 replay follows the recorded run, a resumed run its own config. Whatever was asked, a
 strategy whose ``lookahead`` is 0 (it must see every outcome before it proposes again)
