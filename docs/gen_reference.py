@@ -153,7 +153,7 @@ def _default(field: dataclasses.Field) -> Any:
 
 
 def _cell(text: str) -> str:
-    text = re.sub(r"``(.*?)``", r"`\\1`", text)
+    text = re.sub(r"``(.*?)``", r"`\1`", text)
     return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
 
 
