@@ -1,8 +1,8 @@
 """Every ```python block of README.md and docs/**/*.md runs as shown.
 
 A page's blocks run in order in one fresh Python process (a later block may use what an
-earlier one made), with a temporary directory as the working directory, its own XLA
-cache and matplotlib's file backend. A block that cannot run here (it needs an API key, a
+earlier one made), with a temporary directory as the working directory, a temporary XLA
+cache (shared by the pages of one test session) and matplotlib's file backend. A block that cannot run here (it needs an API key, a
 GPU, Ray or hours) is fenced ```python no-run, and the text beside it says why.
 """
 
@@ -68,11 +68,17 @@ def test_the_extractor_finds_runnable_and_no_run_blocks(tmp_path):
     assert [info for _, info, _ in blocks(page)] == ["python", "python no-run"]
 
 
+@pytest.fixture(scope="session")
+def xla_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One compile cache for every page of the session, none of the user's."""
+    return tmp_path_factory.mktemp("xla")
+
+
 PAGES = [p for p in pages() if runnable(p)]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
-def test_a_pages_python_blocks_run(page: Path, tmp_path: Path) -> None:
+def test_a_pages_python_blocks_run(page: Path, tmp_path: Path, xla_cache: Path) -> None:
     import json
 
     code = runnable(page)
@@ -81,7 +87,7 @@ def test_a_pages_python_blocks_run(page: Path, tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    env.update(LIMEN_JAX_XLA_CACHE=str(tmp_path / "xla"), MPLBACKEND="Agg",
+    env.update(LIMEN_JAX_XLA_CACHE=str(xla_cache), MPLBACKEND="Agg",
                PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]))
     done = subprocess.run([sys.executable, str(tmp_path / "runner.py"), str(tmp_path / "blocks.json")], cwd=work,
                           env=env, capture_output=True, text=True, timeout=BLOCK_SECONDS * len(code))
