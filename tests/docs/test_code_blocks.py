@@ -1,9 +1,10 @@
 """Every ```python block of README.md and docs/**/*.md runs as shown.
 
 A page's blocks run in order in one fresh Python process (a later block may use what an
-earlier one made), with a temporary directory as the working directory, a temporary XLA
-cache (shared by the pages of one test session) and matplotlib's file backend. A block that cannot run here (it needs an API key, a
-GPU, Ray or hours) is fenced ```python no-run, and the text beside it says why.
+earlier one made), with a temporary directory as the working directory, a temporary XLA cache (shared by
+the pages of one test session) and matplotlib's file backend. A block that cannot run
+here (it needs an API key, a GPU, Ray or hours) is fenced ```python no-run, and the text
+beside it says why.
 """
 
 from __future__ import annotations
