@@ -44,7 +44,7 @@ COMMANDS = [
 SECTIONS = [
     ("", "limen_jax.config:EvolveConfig", "Top level", ""),
     ("search.", "limen_jax.config:SearchConfig", "search", "What is searched and for how long."),
-    ("cascade.", "limen_jax.config:CascadeConfig", "cascade", "Training budgets of a candidate and the batch watchdog."),
+    ("cascade.", "limen_jax.config:CascadeConfig", "cascade", "A candidate's training budgets; the batch watchdog."),
     ("archive.", "limen_jax.archive:ArchiveConfig", "archive", "The MAP-Elites archive and its islands."),
     ("archive.grid.", "limen_jax.archive:GridSpec", "archive.grid", "The bins of the archive's grid."),
     ("llm.", "limen_jax.config:LLMConfig", "llm", "The model that writes the programs, and its budget."),
