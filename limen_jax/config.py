@@ -122,7 +122,7 @@ class LLMConfig:
     OpenAI-compatible endpoint), "offline", "replay" (answers from ``replay_from``'s
     cache), or "ensemble" (the ``models`` below; what ``models`` makes "auto"). A run
     records what "auto" stood for when it began in its config.json, and keeps it on resume.
-    docs/llm.md shows each."""
+    docs/howto/use-your-llm.md shows each."""
 
     mutator: str = "auto"
     # None: an anthropic run uses the newest Sonnet that accepts a sampling temperature
