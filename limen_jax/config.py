@@ -49,10 +49,14 @@ class SearchConfig:
     initial: int | None = None
     programs: int | None = None
     baseline: bool = True
+    # what evolves: "full" (observation and reward), "obs_only" (the task's sparse reward),
+    # "reward_only" (the task's default observation), "sparse" (nothing: the default
+    # interface alone), "independent" (from-scratch programs only, no parents)
     mode: Mode = "full"
     # a registered strategy (entry-point group limen_jax.strategies) and its options (the
     # fields of its Options dataclass, checked where the run starts: limen_jax.run.start)
     strategy: str = "map_elites"
+    # the strategy's options by name (its Options dataclass's fields)
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     # "on": batch i+1's LLM calls and checks run while batch i trains (its prompts see the
     # archive as of batch i-1); "off": strictly one batch after the other; "auto": on for
@@ -92,8 +96,11 @@ class CascadeConfig:
     watchdog_factor: later batches get this many times the time expected from the
     earlier batches' seconds per update (at least 60 s)."""
 
+    # environment steps of the short single-seed run (0: no cascade, every candidate gets the full run)
     short_steps: int = 500_000
+    # environment steps of the full run, on each of search.seeds seeds
     full_steps: int = 1_000_000
+    # the short run's success a candidate needs to get the full run
     threshold: float = 0.05
     watchdog_s: float = 14_400.0
     watchdog_factor: float = 5.0
@@ -121,14 +128,19 @@ class LLMConfig:
     # None: an anthropic run uses the newest Sonnet that accepts a sampling temperature
     # (claude-sonnet-4-6; the paper samples at 0.7) and records it; an openai run names its own
     model: str | None = None
+    # the sampling temperature of every call
     temperature: float = 0.7
+    # the run stops cleanly (resumably) once its LLM spend reaches this many USD
     max_cost_usd: float = 20.0
+    # a run directory whose cached LLM answers a replay uses (mutator "replay")
     replay_from: str | None = None
-    # the client: seconds per attempt, output cap per call, retries of transient failures,
-    # and how many calls may be in flight at once (None: a whole batch)
+    # seconds one attempt of a call may take
     timeout_s: float = 300.0
+    # the output cap of one call, in tokens
     max_tokens: int = 8192
+    # retries of a transient failure (rate limit, timeout, server error)
     max_retries: int = 6
+    # how many calls may be in flight at once (None: a whole batch)
     concurrency: int | None = None
     # an OpenAI-compatible endpoint, including /v1 (None: OPENAI_BASE_URL, else OpenAI's)
     base_url: str | None = None
@@ -140,6 +152,7 @@ class LLMConfig:
     # call picks one: "fixed" (in turn by the request seed), "weighted" (drawn by weight),
     # "ucb" (a cost-aware bandit on the children's improvement per dollar)
     models: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    # how an ensemble call picks its model: "fixed", "weighted" or "ucb" (above)
     select: str = "weighted"
 
     def __post_init__(self) -> None:
@@ -186,8 +199,8 @@ def _check_members(models: Any) -> None:
 @dataclasses.dataclass(frozen=True)
 class EvolveConfig:
     task: str = ""  # a registered task name; preset_for and evolve() set it
-    seed: int = 0
-    preset: str = "cpu"
+    seed: int = 0  # every random choice of the run derives from it and the iteration number
+    preset: str = "cpu"  # the budgets the run started from: cpu, quick, paper or gpu
     search: SearchConfig = SearchConfig()
     cascade: CascadeConfig = CascadeConfig()
     archive: ArchiveConfig = ArchiveConfig()
