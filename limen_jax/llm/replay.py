@@ -129,6 +129,8 @@ class ResponseCache:
         """Read every line: one cut by a kill (not JSON) is skipped and counted; a line that is
         JSON but not an answer as :meth:`put` writes it is refused (:class:`CacheError`
         naming the file, the line and the field), so that no forged cost or answer gets in."""
+        if not self.path.is_file():  # a FIFO would hang the read, a folder fail it
+            raise CacheError(f"{self.path}: not a regular file (a FIFO, a folder or a device)")
         with self.path.open("rb") as f:
             for number, raw in enumerate(f, 1):
                 if not raw.strip():

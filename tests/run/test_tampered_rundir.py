@@ -5,6 +5,7 @@ writes nothing outside the run and deletes nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -334,3 +335,48 @@ def test_a_cache_that_lost_spend_is_refused_on_resume(tmp_path):
     with pytest.raises(RunDirError, match=r"llm_cache\.jsonl: its ledger sums to \$0\.010000 but .*\$0\.050000"):
         lj.resume(run, verbose=False)
     assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("entry", ["events.jsonl", "llm_cache.jsonl", "state.json"])
+@pytest.mark.parametrize("kind", ["fifo", "folder", "hard link"])
+def test_an_entry_that_is_no_file_of_its_own_is_refused_on_opening(tmp_path, entry, kind):
+    run = crafted_run(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "victim"
+    victim.write_text('{"keep": "me"}\n')
+    with contextlib.suppress(FileNotFoundError):
+        (run / entry).unlink()
+    if kind == "fifo":
+        os.mkfifo(run / entry)  # the first read or append would wait forever
+    elif kind == "folder":
+        (run / entry).mkdir()
+    else:
+        os.link(victim, run / entry)  # an append or a repair would change the victim
+    said = "is a hard link" if kind == "hard link" else "is not a regular file"
+    with pytest.raises(RunDirError, match=f"{entry} {said}"):
+        lj.resume(run, verbose=False)
+    assert victim.read_text() == '{"keep": "me"}\n' and tree(outside) == ["victim"]
+
+
+def test_a_cache_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
+    os.mkfifo(tmp_path / "llm_cache.jsonl")
+    with pytest.raises(CacheError, match=r"llm_cache\.jsonl: not a regular file"):
+        ResponseCache(tmp_path / "llm_cache.jsonl")
+
+
+@pytest.mark.parametrize(("config", "said"), [
+    (None, "is not a file inside the run directory"),  # a FIFO
+    ("{nope", "is not valid JSON"),
+    ('{"search": {"pipeline": ["on"]}}', r"search\.pipeline: neither"),
+])
+def test_a_replayed_runs_config_is_read_as_untrusted(tmp_path, config, said):
+    from limen_jax.run.pipeline import resolve_pipeline
+    if config is None:
+        os.mkfifo(tmp_path / "config.json")
+    else:
+        (tmp_path / "config.json").write_text(config)
+    search = SimpleNamespace(pipeline="auto", iterations=2)
+    llm = SimpleNamespace(mutator="replay", models=[], replay_from=str(tmp_path))
+    with pytest.raises(RunDirError, match=said):
+        resolve_pipeline(search, llm, lookahead=1, custom_mutator=False, saved=None)
