@@ -104,11 +104,24 @@ def test_an_evaluation_of_an_unknown_program_is_refused_by_name(tmp_path):
     ("spend_usd", -1.0, r"spend_usd: not a finite number >= 0"),
     ("spend_usd", float("nan"), r"spend_usd: not a finite number >= 0"),
     ("usage", [], r"usage: not a JSON object"),
+    ("baseline", [], r"baseline: not a JSON object"),
+    ("baseline", {"id": "baseline", "success": "x"}, r"baseline\.success: of the wrong type"),
+    ("baseline", {"id": "baseline", "success": 0.5, "success_per_seed": 5}, r"baseline\.success_per_seed"),
 ])
 def test_a_checkpoint_field_of_the_wrong_type_is_named(tmp_path, field, value, said):
     state = json.loads((crafted_run(tmp_path) / "state.json").read_text())
     with pytest.raises(RunDirError, match=said):
         check_state({**state, field: value}, Path("run/state.json"))
+
+
+@pytest.mark.parametrize(("field", "value"), [("metadata", [1]), ("curves", "x"), ("curves", {"return": ["a"]}),
+                                            ("success", "high"), ("feedback", None), ("thought", 3),
+                                            ("obs_dim", -1), ("evaluations", [])])
+def test_an_archive_record_field_of_the_wrong_type_is_named(tmp_path, field, value):
+    state = json.loads((crafted_run(tmp_path) / "state.json").read_text())
+    state["archive"]["programs"] = [{"id": PID, "code": "", field: value}]
+    with pytest.raises(RunDirError, match=rf"archive\.programs\[0\]\.{field}: of the wrong type"):
+        check_state(state, Path("state.json"))
 
 
 def test_an_archive_record_that_climbs_out_is_named(tmp_path):
