@@ -14,6 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 from cli_runs import cli_env
 from test_evolve import toy_config
@@ -393,3 +394,30 @@ def test_a_replayed_runs_config_is_read_as_untrusted(tmp_path, config, said):
     llm = SimpleNamespace(mutator="replay", models=[], replay_from=str(tmp_path))
     with pytest.raises(RunDirError, match=said):
         resolve_pipeline(search, llm, lookahead=1, custom_mutator=False, saved=None)
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"ppo": {"actor_hidden": [2**30, 2**30]}}, "describe a network other than the one its arrays hold"),
+    ({"ppo": "x"}, "ppo: not a network this version builds"),
+    ({"ppo": {"bogus": 1}}, "ppo: not a network this version builds"),
+    ({"width": 2**40}, "width: not a whole number"),
+    ({"width": None}, "width: not a whole number"),
+])
+def test_a_policy_json_that_does_not_describe_its_arrays_is_one_line(change, said):
+    import jax
+
+    from limen_jax.rl.config import PPOConfig
+    from limen_jax.rl.networks import ActorCritic
+    from limen_jax.rl.normalize import ObsStats
+    from limen_jax.rl.policy import Policy
+    from limen_jax.rl.rollouts import check_network
+    from limen_jax.task import make
+
+    task, config = make("toy_corridor"), PPOConfig(actor_hidden=(8,), critic_hidden=(8,))
+    params = ActorCritic(config, task.action_space).init(jax.random.key(0), 4)
+    stats = ObsStats(np.zeros(4, np.float32), np.ones(4, np.float32), np.float32(1))
+    meta = {"obs_dim": 4, "width": 4, "ppo": config.to_dict()}
+    check_network(Policy(params, stats, meta), task)  # as trained: accepted
+    ppo = {**meta["ppo"], **change["ppo"]} if isinstance(change.get("ppo"), dict) else change.get("ppo", meta["ppo"])
+    with pytest.raises(ValueError, match=said):
+        check_network(Policy(params, stats, {**meta, **change, "ppo": ppo}), task)
