@@ -421,3 +421,18 @@ def test_a_policy_json_that_does_not_describe_its_arrays_is_one_line(change, sai
     ppo = {**meta["ppo"], **change["ppo"]} if isinstance(change.get("ppo"), dict) else change.get("ppo", meta["ppo"])
     with pytest.raises(ValueError, match=said):
         check_network(Policy(params, stats, {**meta, **change, "ppo": ppo}), task)
+
+
+def test_a_link_planted_at_a_plots_name_is_replaced_not_written_through(tmp_path):
+    from limen_jax.plots import _pyplot, save_atomic
+
+    fig, _ = _pyplot().subplots()
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in (".progress.png.tmp", "progress.png.tmp", "progress.png"):  # the old and new temporary names
+        (run / name).symlink_to(victim)
+    save_atomic(fig, run / "progress.png")
+    assert victim.read_text() == "keep me"
+    assert not (run / "progress.png").is_symlink() and (run / "progress.png").read_bytes().startswith(b"\x89PNG")
