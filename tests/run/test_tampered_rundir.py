@@ -436,3 +436,23 @@ def test_a_link_planted_at_a_plots_name_is_replaced_not_written_through(tmp_path
     save_atomic(fig, run / "progress.png")
     assert victim.read_text() == "keep me"
     assert not (run / "progress.png").is_symlink() and (run / "progress.png").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("plant", ["fifo", "link out", "device"])
+def test_a_kept_policys_arrays_hold_only_plain_files(tmp_path, capsys, plant):
+    run = tmp_path / "run"
+    kept_policy(run, GOOD_META)
+    arrays = run / "policies" / PID / "seed0" / "arrays"
+    entry = arrays / "_METADATA"
+    with contextlib.suppress(FileNotFoundError):
+        entry.unlink()
+    if plant == "fifo":
+        os.mkfifo(entry)  # the array store would wait on it forever
+    elif plant == "link out":
+        (tmp_path / "victim").write_text("{}")
+        entry.symlink_to(tmp_path / "victim")
+    else:
+        entry.symlink_to("/dev/zero")  # read forever
+    assert rollout_main([str(run), PID]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "_METADATA is a link, FIFO or device" in err
