@@ -456,3 +456,15 @@ def test_a_kept_policys_arrays_hold_only_plain_files(tmp_path, capsys, plant):
     assert rollout_main([str(run), PID]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "_METADATA is a link, FIFO or device" in err
+
+
+def test_a_cache_line_too_long_to_be_an_answer_is_refused_unread(tmp_path, monkeypatch):
+    import limen_jax.llm.replay as replay
+
+    monkeypatch.setattr(replay, "MAX_LINE_BYTES", 1000)
+    path = tmp_path / "llm_cache.jsonl"
+    path.write_text(cache_line() + '{"key": "' + "k" * 5000 + '"}\n')
+    with pytest.raises(CacheError, match=r":2: longer than 0 MiB"):
+        ResponseCache(path)
+    path.write_text(cache_line() + cache_line(key="b" * 64))  # ordinary lines: read as before
+    assert len(ResponseCache(path)) == 2
