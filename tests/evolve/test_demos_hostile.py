@@ -161,7 +161,8 @@ def test_the_cli_refuses_a_crafted_file_in_one_line_before_the_run_dir(tmp_path:
 
 
 @pytest.mark.parametrize(("patch", "says"), [
-    (lambda b, local, central: (b.__setitem__(local + 6, b[local + 6] | 1), b.__setitem__(central + 8, b[central + 8] | 1)),
+    (lambda b, local, central: (b.__setitem__(local + 6, b[local + 6] | 1),
+                                b.__setitem__(central + 8, b[central + 8] | 1)),
      "is encrypted"),  # the zip's "encrypted" flag: zipfile asks for a password
     (lambda b, local, central: (b.__setitem__(slice(local + 8, local + 10), b"\x09\x00"),
                                 b.__setitem__(slice(central + 8 + 2, central + 12), b"\x09\x00")),
