@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from typing import Any, TypeVar
 
 from limen_jax.archive import ArchiveConfig, GridSpec
@@ -157,8 +158,13 @@ class LLMConfig:
 
     def __post_init__(self) -> None:
         _at_least("llm", self, ("concurrency",), max_tokens=1, max_retries=0, concurrency=1)
-        if self.timeout_s <= 0:
+        if not self.timeout_s > 0:  # NaN included
             raise ValueError(f"llm.timeout_s must be > 0, got {self.timeout_s!r}")
+        # a NaN cap compares false with any spend, so it would never stop a run
+        if not (self.max_cost_usd >= 0 and self.max_cost_usd == self.max_cost_usd):
+            raise ValueError(f"llm.max_cost_usd must be a number >= 0, got {self.max_cost_usd!r}")
+        if not math.isfinite(self.temperature):
+            raise ValueError(f"llm.temperature must be a finite number, got {self.temperature!r}")
         if self.select not in SELECTIONS:
             raise ValueError(f"llm.select must be one of {', '.join(SELECTIONS)}, got {self.select!r}")
         if not isinstance(self.prices, dict):

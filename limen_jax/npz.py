@@ -64,6 +64,8 @@ def _header(zf: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path) -> Header:
             offset = fh.tell()
     except (OSError, ValueError, SyntaxError, zipfile.BadZipFile, EOFError) as exc:
         raise NpzError(f"{path}: member {info.filename} is not a numpy array ({str(exc)[:200]})") from None
+    except (RuntimeError, NotImplementedError) as exc:  # zipfile: an encrypted member, an unknown compression
+        raise NpzError(f"{path}: member {info.filename} cannot be read ({str(exc)[:200]})") from None
     head = Header(tuple(int(n) for n in shape), np.dtype(dtype), bool(fortran))
     if head.dtype.hasobject:
         raise NpzError(f"{path}: array {info.filename[:-4]} holds Python objects (a pickle), which are never read")
@@ -94,7 +96,7 @@ def read(path: str | Path, name: str, header: Header) -> np.ndarray:
     try:
         with _open(path) as zf, zf.open(f"{name}.npy") as fh:
             array = npy.read_array(fh, allow_pickle=False)  # reads exactly the header's count of items
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as exc:
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError, RuntimeError, NotImplementedError) as exc:
         raise NpzError(f"{path}: array {name} cannot be read ({str(exc)[:200]})") from None
     if array.shape != header.shape or array.dtype != header.dtype:
         raise NpzError(f"{path}: array {name} changed while it was read")

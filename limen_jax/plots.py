@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -70,13 +70,14 @@ def save_atomic(fig: Any, path: str | Path) -> None:
     """``fig.savefig(path)`` (format from the name's suffix) written whole or not at all: a
     Ctrl-C or a kill while it writes leaves the previous figure, never a torn one (matplotlib
     truncates the file first and writes it in chunks)."""
+    from limen_jax.run.reader import write_file
+
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        fig.savefig(tmp, dpi=110, format=path.suffix.lstrip(".") or "png")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=110, format=path.suffix.lstrip(".") or "png")
+    # a temporary file made afresh (O_EXCL | O_NOFOLLOW) and renamed over the entry: a link
+    # planted at the figure's name or its temporary name is replaced, never written through
+    write_file(path.parent, path.name, buf.getvalue())
 
 
 def plot_progress(records: Sequence[dict[str, Any]], path: str | Path | None = None, title: str = "",

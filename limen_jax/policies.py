@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,6 +68,7 @@ def load_policy(directory: str | Path, root: str | Path | None = None) -> Policy
         raise FileNotFoundError(f"no saved policy in {path}")
     if reader.inside_dir(base, path / "arrays") is None:
         raise reader.RunDirError(f"{path / 'arrays'} is not a folder inside {base} (a link out of it)")
+    _check_arrays(path / "arrays")
     meta_path = path / "policy.json"
     metadata = reader.check_policy_meta(reader.read_json(meta_path.parent, meta_path.name, "a policy's metadata"),
                                         meta_path)
@@ -75,6 +77,24 @@ def load_policy(directory: str | Path, root: str | Path | None = None) -> Policy
     checkpointer.close()
     stats = tree["obs_stats"]
     return Policy(tree["params"], ObsStats(stats["mean"], stats["var"], stats["count"]), metadata)
+
+
+def _check_arrays(arrays: Path) -> None:
+    """:class:`~limen_jax.run.reader.RunDirError` unless everything under ``arrays`` is a
+    plain file or folder (no symlink, FIFO or device: the array store would read through a
+    link out of the run, wait on a FIFO or read /dev/zero forever), at most
+    :data:`~limen_jax.run.reader.MAX_POLICY_FILES` entries, before the store opens it."""
+    count = 0
+    for folder, dirs, files in os.walk(arrays):
+        for name in dirs + files:
+            count += 1
+            entry = Path(folder) / name
+            mode = entry.lstat().st_mode
+            if count > reader.MAX_POLICY_FILES:
+                raise reader.RunDirError(f"{arrays} holds more than {reader.MAX_POLICY_FILES} entries")
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise reader.RunDirError(f"{entry} is a link, FIFO or device: a kept policy's arrays are "
+                                         "plain files of the run")
 
 
 def policy_dir(run_path: str | Path, program_id: str, seed: int) -> Path:

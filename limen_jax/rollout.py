@@ -192,6 +192,12 @@ def _load(args: argparse.Namespace, plan: dict[str, Any]) -> tuple[Any, Any, Any
     params = {k: float(v) for k, v in meta.get("task_params", {}).items()}
     if params and params != {k: float(v) for k, v in dict(task.params).items()}:
         task = task.with_params(**params)
+    from limen_jax.rl.rollouts import check_network
+
+    try:
+        check_network(policy, task)
+    except ValueError as exc:
+        raise BadInput(f"the policy in {plan['dir']} cannot be used: {exc}") from None
     mode = meta.get("mode") or _run_mode(run)
     if mode == "sparse":
         iface = default_interface(task)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -53,11 +54,30 @@ class RunDir:
 
     def refuse_links(self) -> None:
         """:class:`~limen_jax.run.reader.RunDirError` when an entry the run writes
-        (:data:`OWN_ENTRIES`) is a symlink: a run never makes one."""
+        (:data:`OWN_ENTRIES`) is a symlink (a run never makes one), a file entry is not a
+        regular file (a FIFO would hang the first read or append) or is a hard link shared
+        with another name (an append or a repair would change that file too), or
+        ``programs``/``policies`` is not a folder."""
         for name in OWN_ENTRIES:
-            if (self.path / name).is_symlink():
-                raise RunDirError(f"{self.path / name} is a symlink: a run directory holds none "
+            path = self.path / name
+            try:
+                st = path.lstat()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise RunDirError(f"{path}: cannot read: {exc.strerror or exc}") from None
+            if stat.S_ISLNK(st.st_mode):
+                raise RunDirError(f"{path} is a symlink: a run directory holds none "
                                   "(it would read or write outside the directory)")
+            if name in ("programs", "policies"):
+                if not stat.S_ISDIR(st.st_mode):
+                    raise RunDirError(f"{path} is not a folder: a run writes only into folders of its own")
+            elif not stat.S_ISREG(st.st_mode):
+                raise RunDirError(f"{path} is not a regular file (a FIFO, a folder or a device): "
+                                  "a run directory holds none")
+            elif st.st_nlink > 1:
+                raise RunDirError(f"{path} is a hard link ({st.st_nlink} names): a run would write "
+                                  "into the other names' file too; copy the run directory instead")
 
     def create(self) -> None:
         """Make the directory and its programs/ (ValueError, one line, when it cannot be)."""

@@ -27,6 +27,10 @@ from limen_jax.fields import reject_unknown
 FORMAT_VERSION = 1
 
 
+MAX_ISLANDS = 1_000  # as limen_jax.run.reader reads a saved grid
+MAX_GRID_CELLS = 1_000_000  # islands x observation bins x reward-AST bins, made up front
+
+
 @dataclasses.dataclass(frozen=True)
 class ArchiveConfig:
     """num_islands: K; migration_interval: M iterations between ring migrations (0 disables);
@@ -40,8 +44,12 @@ class ArchiveConfig:
     grid: GridSpec = GridSpec()
 
     def __post_init__(self) -> None:
-        if self.num_islands < 1:
-            raise ValueError("num_islands must be >= 1")
+        if not 1 <= self.num_islands <= MAX_ISLANDS:  # each island is a grid of cells, made up front
+            raise ValueError(f"num_islands must be from 1 to {MAX_ISLANDS}, got {self.num_islands}")
+        cells = self.num_islands * (len(self.grid.obs_edges) - 1) * self.grid.num_ast_bins
+        if cells > MAX_GRID_CELLS:
+            raise ValueError(f"the grid would have {cells} cells (islands x observation bins x reward-AST bins), "
+                             f"more than {MAX_GRID_CELLS}")
         if not 0.0 <= self.p_global <= 1.0:
             raise ValueError(f"p_global must be in [0, 1], got {self.p_global}")
         if self.epsilon <= 0.0:

@@ -51,6 +51,9 @@ class CacheMiss(ClientError):
     """The replay cache has no answer for a request."""
 
 
+MAX_LINE_BYTES = 64 * 2**20  # one cache line: a prompt and its answer are tens of KB
+
+
 class CacheError(ValueError):
     """A cache line that is not an answer as the cache writes it (a forged or foreign file);
     the message is one line naming the file, the line and the field."""
@@ -129,11 +132,15 @@ class ResponseCache:
         """Read every line: one cut by a kill (not JSON) is skipped and counted; a line that is
         JSON but not an answer as :meth:`put` writes it is refused (:class:`CacheError`
         naming the file, the line and the field), so that no forged cost or answer gets in."""
+        if not self.path.is_file():  # a FIFO would hang the read, a folder fail it
+            raise CacheError(f"{self.path}: not a regular file (a FIFO, a folder or a device)")
         with self.path.open("rb") as f:
-            for number, raw in enumerate(f, 1):
+            for number, raw in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""), 1):
+                where = f"{self.path}:{number}"
+                if len(raw) > MAX_LINE_BYTES:  # read no further: a line is one prompt and its answer
+                    raise CacheError(f"{where}: longer than {MAX_LINE_BYTES >> 20} MiB: not a line the cache writes")
                 if not raw.strip():
                     continue
-                where = f"{self.path}:{number}"
                 try:
                     entry = json.loads(raw.decode("utf-8", "replace"))
                 except (json.JSONDecodeError, RecursionError) as err:

@@ -65,6 +65,32 @@ def network_of(policy: Policy, task: Task) -> tuple[PPOConfig, ActorCritic]:
     return config, ActorCritic(config, task.action_space)
 
 
+MAX_WIDTH = 2**20  # observation features a kept policy may take (a real one has tens to thousands)
+
+
+def check_network(policy: Policy, task: Task) -> None:
+    """ValueError (one line) unless the policy's recorded PPO config and ``width`` describe a
+    network whose parameters are exactly the arrays it holds, leaf for leaf (shapes and
+    dtypes): a policy.json edited apart from its arrays would otherwise fail deep inside
+    flax, or ask for a network of any size. Only shapes are computed (jax.eval_shape)."""
+    meta = policy.metadata
+    width, obs_dim = meta.get("width"), meta.get("obs_dim")
+    if not (isinstance(width, int) and not isinstance(width, bool) and isinstance(obs_dim, int)
+            and obs_dim <= width <= MAX_WIDTH):
+        raise ValueError(f"policy.json: width: not a whole number from obs_dim to {MAX_WIDTH}")
+    try:
+        _, net = network_of(policy, task)
+        expected = jax.eval_shape(lambda k: net.init_padded(k, width, jnp.asarray(obs_dim, jnp.int32)),
+                                  jax.random.key(0))
+    except Exception as exc:  # a config PPOConfig or the network refuses: the file's fault
+        raise ValueError(f"policy.json: ppo: not a network this version builds ({type(exc).__name__}: "
+                         f"{str(exc)[:120]})") from None
+    want = jax.tree.map(lambda x: (tuple(x.shape), str(x.dtype)), expected)
+    have = jax.tree.map(lambda x: (tuple(np.shape(x)), str(np.asarray(x).dtype)), policy.params)
+    if jax.tree.structure(want) != jax.tree.structure(have) or jax.tree.leaves(want) != jax.tree.leaves(have):
+        raise ValueError("policy.json: ppo and width describe a network other than the one its arrays hold")
+
+
 def rollouts(
     task: Task,
     interface: Interface,

@@ -11,7 +11,6 @@ runs with the pipeline off.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +30,24 @@ def resolve_pipeline(search: Any, llm: Any, *, lookahead: int, custom_mutator: b
     if custom_mutator:
         return "off"
     if kind == "replay" and llm.replay_from:
-        src = Path(llm.replay_from)
-        recorded = (src if src.is_dir() else src.parent) / "config.json"
-        return str(json.loads(recorded.read_text())["search"]["pipeline"]) if recorded.exists() else "off"
+        return _recorded_pipeline(Path(llm.replay_from))
     if kind == "offline":
         return "on" if search.iterations >= 2 else "off"
     return "on" if kind in LIVE else "off"
+
+
+def _recorded_pipeline(src: Path) -> str:
+    """The pipeline the replayed run recorded in its config.json ("off" when it has none),
+    read as untrusted input (:mod:`limen_jax.run.reader`: a FIFO, a link out of the run or a
+    file that is not JSON is one line, RunDirError)."""
+    from limen_jax.run import reader
+
+    root = src if src.is_dir() else src.parent
+    if not reader.exists(root, "config.json"):
+        return "off"
+    recorded = reader.read_json(root, "config.json", "the replayed run's config")
+    search = recorded.get("search") if isinstance(recorded, dict) else None
+    pipeline = search.get("pipeline", "off") if isinstance(search, dict) else None
+    if pipeline not in ("on", "off"):
+        raise reader.RunDirError(f"{root / 'config.json'}: search.pipeline: neither \"on\" nor \"off\"")
+    return str(pipeline)

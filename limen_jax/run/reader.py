@@ -219,6 +219,14 @@ _RECORD_FIELDS: dict[str, Any] = {
     "parent_ids": _str_list,
     "metadata": lambda v: isinstance(v, dict),
     "evaluations": lambda v: isinstance(v, dict),
+    "curves": lambda v: isinstance(v, dict) and all(isinstance(k, str) and _curve(c) for k, c in v.items()),
+    "feedback": lambda v: isinstance(v, dict),
+    "eval_terms": lambda v: isinstance(v, dict),
+    "fingerprint": _opt(lambda v: isinstance(v, dict)),
+    "thought": lambda v: isinstance(v, str),
+    "duplicate_of": _opt(lambda v: isinstance(v, str)),
+    "obs_dim": _opt(lambda v: _int(v, 0, 2**31)),
+    "reward_ast_size": _opt(lambda v: _int(v, 0, 2**31)),
 }
 
 
@@ -281,6 +289,8 @@ def check_state(state: Any, path: Path) -> dict[str, Any]:
         known.add(check_id(record.get("id"), f"{where}.id"))
         _ids(record.get("parent_ids", []), f"{where}.parent_ids")
         _need(isinstance(record.get("code", ""), str), f"{where}.code", "not a string")
+        wrong = wrong_record_field(record)
+        _need(wrong is None, f"{where}.{wrong}", "of the wrong type (not as the archive writes it)")
     _need(grid_size_ok(archive.get("grid")), f"{path}: archive.grid", f"larger than {MAX_GRID_CELLS} cells")
     pending = state.get("pending")
     _need(pending is None or (isinstance(pending, list) and len(pending) <= MAX_PENDING), f"{path}: pending",
@@ -291,6 +301,13 @@ def check_state(state: Any, path: Path) -> dict[str, Any]:
     _need(spend is None or finite(spend), f"{path}: spend_usd", "not a finite number >= 0")
     for name in ("usage", "strategy"):
         _need(state.get(name) is None or isinstance(state[name], dict), f"{path}: {name}", "not a JSON object")
+    baseline = state.get("baseline")
+    if baseline is not None:
+        _need(isinstance(baseline, dict), f"{path}: baseline", "not a JSON object")
+        for name, check in (("id", lambda v: isinstance(v, str)), ("success", _opt(_number)),
+                            ("success_per_seed", _curve), ("error", _opt(lambda v: isinstance(v, dict)))):
+            _need(name not in baseline or check(baseline[name]), f"{path}: baseline.{name}",
+                  "of the wrong type (not as a run writes it)")
     return state
 
 

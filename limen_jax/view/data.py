@@ -38,6 +38,9 @@ DEFAULTS: dict[str, Any] = {
 _DRAWN = {"prompt", "response", "program", "score", "reject", "iteration", "evaluate", "evaluation", "run_start"}
 _ERROR_CHARS = 300
 _DIFF_CHARS = 200_000  # a longer program is shown, not diffed (difflib is quadratic in the worst case)
+_DIFF_LINES = 1_000  # nor one of more lines: 10,000 lines of ~100 values, each just under autojunk's
+# threshold, take difflib half a minute
+_DIFF_PARENTS = 16  # parents diffed per program; a record may name any number
 
 
 @dataclasses.dataclass
@@ -417,7 +420,10 @@ def diff(old: str, new: str, old_name: str, new_name: str) -> str:
     """Unified diff of two programs (3 lines of context)."""
     if len(old) > _DIFF_CHARS or len(new) > _DIFF_CHARS:
         return f"(not diffed: a program over {_DIFF_CHARS} characters)"
-    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), old_name, new_name, lineterm="")
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    if len(old_lines) > _DIFF_LINES or len(new_lines) > _DIFF_LINES:
+        return f"(not diffed: a program over {_DIFF_LINES} lines)"
+    lines = difflib.unified_diff(old_lines, new_lines, old_name, new_name, lineterm="")
     return "\n".join(lines)
 
 
@@ -444,11 +450,12 @@ def detail(run: Run, program_id: str) -> dict[str, Any]:
                   "island": prompt.get("island", 0), "parent_ids": asked, "stage": "pending", "success": None}
     code = _code(run, program_id)
     parents: list[dict[str, Any]] = []
-    for pid in record["parent_ids"]:
+    for i, pid in enumerate(record["parent_ids"]):
         pid = str(pid)
         known = pid in run.records
         parents.append({"id": pid, "known": known,
-                        "diff": diff(_code(run, pid), code, pid, program_id) if known else None})
+                        "diff": None if not known else diff(_code(run, pid), code, pid, program_id)
+                        if i < _DIFF_PARENTS else f"(not diffed: only the first {_DIFF_PARENTS} parents are)"})
     first = run.records.get(str(record["parent_ids"][0])) if record["parent_ids"] else None
     response = run.responses.get(program_id)
     return {

@@ -167,3 +167,24 @@ def test_the_evolve_cli_takes_every_preset_the_tasks_declare():
 
     for preset in PRESETS:
         assert config_from_args(_parser().parse_args(["--task", "xland_easy", "--preset", preset])).preset == preset
+
+
+@pytest.mark.parametrize(("section", "key", "value", "said"), [
+    ("llm", "max_cost_usd", float("nan"), r"llm\.max_cost_usd must be a number >= 0"),  # NaN: a cap never reached
+    ("llm", "max_cost_usd", -1.0, r"llm\.max_cost_usd must be a number >= 0"),
+    ("llm", "timeout_s", float("nan"), r"llm\.timeout_s must be > 0"),
+    ("llm", "temperature", float("nan"), r"llm\.temperature must be a finite number"),
+    ("archive", "num_islands", 10**9, r"num_islands must be from 1 to 1000"),
+])
+def test_a_config_json_value_that_would_lift_the_cap_or_blow_up_memory_is_refused(section, key, value, said):
+    data = EvolveConfig.preset_for("toy_corridor").to_dict()
+    data[section][key] = value
+    with pytest.raises(ValueError, match=said):
+        EvolveConfig.from_dict(json.loads(json.dumps(data)))
+
+
+def test_a_grid_of_too_many_cells_is_refused_before_it_is_made():
+    data = EvolveConfig.preset_for("toy_corridor").to_dict()
+    data["archive"]["grid"]["num_ast_bins"] = 10**9
+    with pytest.raises(ValueError, match=r"the grid would have \d+ cells"):
+        EvolveConfig.from_dict(data)

@@ -158,3 +158,21 @@ def test_the_cli_refuses_a_crafted_file_in_one_line_before_the_run_dir(tmp_path:
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {path}: member sim/0.npy is"), out.stderr
     assert not run.exists()
+
+
+@pytest.mark.parametrize(("patch", "says"), [
+    (lambda b, local, central: (b.__setitem__(local + 6, b[local + 6] | 1),
+                                b.__setitem__(central + 8, b[central + 8] | 1)),
+     "is encrypted"),  # the zip's "encrypted" flag: zipfile asks for a password
+    (lambda b, local, central: (b.__setitem__(slice(local + 8, local + 10), b"\x09\x00"),
+                                b.__setitem__(slice(central + 8 + 2, central + 12), b"\x09\x00")),
+     "compression method is not supported"),  # Deflate64, which zipfile cannot inflate
+])
+def test_a_member_zipfile_cannot_open_is_one_line(tmp_path: Path, good: dict[str, np.ndarray], patch: object,
+                                                  says: str) -> None:
+    path = write_zip(tmp_path / "set.npz", {k: npy_bytes(v) for k, v in good.items()})
+    raw = bytearray(path.read_bytes())
+    local, central = raw.find(b"PK\x03\x04"), raw.find(b"PK\x01\x02")
+    patch(raw, local, central)  # type: ignore[operator]
+    path.write_bytes(bytes(raw))
+    refused(path, "cannot be read", says)

@@ -5,6 +5,7 @@ writes nothing outside the run and deletes nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 from cli_runs import cli_env
 from test_evolve import toy_config
@@ -103,11 +105,24 @@ def test_an_evaluation_of_an_unknown_program_is_refused_by_name(tmp_path):
     ("spend_usd", -1.0, r"spend_usd: not a finite number >= 0"),
     ("spend_usd", float("nan"), r"spend_usd: not a finite number >= 0"),
     ("usage", [], r"usage: not a JSON object"),
+    ("baseline", [], r"baseline: not a JSON object"),
+    ("baseline", {"id": "baseline", "success": "x"}, r"baseline\.success: of the wrong type"),
+    ("baseline", {"id": "baseline", "success": 0.5, "success_per_seed": 5}, r"baseline\.success_per_seed"),
 ])
 def test_a_checkpoint_field_of_the_wrong_type_is_named(tmp_path, field, value, said):
     state = json.loads((crafted_run(tmp_path) / "state.json").read_text())
     with pytest.raises(RunDirError, match=said):
         check_state({**state, field: value}, Path("run/state.json"))
+
+
+@pytest.mark.parametrize(("field", "value"), [("metadata", [1]), ("curves", "x"), ("curves", {"return": ["a"]}),
+                                            ("success", "high"), ("feedback", None), ("thought", 3),
+                                            ("obs_dim", -1), ("evaluations", [])])
+def test_an_archive_record_field_of_the_wrong_type_is_named(tmp_path, field, value):
+    state = json.loads((crafted_run(tmp_path) / "state.json").read_text())
+    state["archive"]["programs"] = [{"id": PID, "code": "", field: value}]
+    with pytest.raises(RunDirError, match=rf"archive\.programs\[0\]\.{field}: of the wrong type"):
+        check_state(state, Path("state.json"))
 
 
 def test_an_archive_record_that_climbs_out_is_named(tmp_path):
@@ -334,3 +349,122 @@ def test_a_cache_that_lost_spend_is_refused_on_resume(tmp_path):
     with pytest.raises(RunDirError, match=r"llm_cache\.jsonl: its ledger sums to \$0\.010000 but .*\$0\.050000"):
         lj.resume(run, verbose=False)
     assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("entry", ["events.jsonl", "llm_cache.jsonl", "state.json"])
+@pytest.mark.parametrize("kind", ["fifo", "folder", "hard link"])
+def test_an_entry_that_is_no_file_of_its_own_is_refused_on_opening(tmp_path, entry, kind):
+    run = crafted_run(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "victim"
+    victim.write_text('{"keep": "me"}\n')
+    with contextlib.suppress(FileNotFoundError):
+        (run / entry).unlink()
+    if kind == "fifo":
+        os.mkfifo(run / entry)  # the first read or append would wait forever
+    elif kind == "folder":
+        (run / entry).mkdir()
+    else:
+        os.link(victim, run / entry)  # an append or a repair would change the victim
+    said = "is a hard link" if kind == "hard link" else "is not a regular file"
+    with pytest.raises(RunDirError, match=f"{entry} {said}"):
+        lj.resume(run, verbose=False)
+    assert victim.read_text() == '{"keep": "me"}\n' and tree(outside) == ["victim"]
+
+
+def test_a_cache_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
+    os.mkfifo(tmp_path / "llm_cache.jsonl")
+    with pytest.raises(CacheError, match=r"llm_cache\.jsonl: not a regular file"):
+        ResponseCache(tmp_path / "llm_cache.jsonl")
+
+
+@pytest.mark.parametrize(("config", "said"), [
+    (None, "is not a file inside the run directory"),  # a FIFO
+    ("{nope", "is not valid JSON"),
+    ('{"search": {"pipeline": ["on"]}}', r"search\.pipeline: neither"),
+])
+def test_a_replayed_runs_config_is_read_as_untrusted(tmp_path, config, said):
+    from limen_jax.run.pipeline import resolve_pipeline
+    if config is None:
+        os.mkfifo(tmp_path / "config.json")
+    else:
+        (tmp_path / "config.json").write_text(config)
+    search = SimpleNamespace(pipeline="auto", iterations=2)
+    llm = SimpleNamespace(mutator="replay", models=[], replay_from=str(tmp_path))
+    with pytest.raises(RunDirError, match=said):
+        resolve_pipeline(search, llm, lookahead=1, custom_mutator=False, saved=None)
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"ppo": {"actor_hidden": [2**30, 2**30]}}, "describe a network other than the one its arrays hold"),
+    ({"ppo": "x"}, "ppo: not a network this version builds"),
+    ({"ppo": {"bogus": 1}}, "ppo: not a network this version builds"),
+    ({"width": 2**40}, "width: not a whole number"),
+    ({"width": None}, "width: not a whole number"),
+])
+def test_a_policy_json_that_does_not_describe_its_arrays_is_one_line(change, said):
+    import jax
+
+    from limen_jax.rl.config import PPOConfig
+    from limen_jax.rl.networks import ActorCritic
+    from limen_jax.rl.normalize import ObsStats
+    from limen_jax.rl.policy import Policy
+    from limen_jax.rl.rollouts import check_network
+    from limen_jax.task import make
+
+    task, config = make("toy_corridor"), PPOConfig(actor_hidden=(8,), critic_hidden=(8,))
+    params = ActorCritic(config, task.action_space).init(jax.random.key(0), 4)
+    stats = ObsStats(np.zeros(4, np.float32), np.ones(4, np.float32), np.float32(1))
+    meta = {"obs_dim": 4, "width": 4, "ppo": config.to_dict()}
+    check_network(Policy(params, stats, meta), task)  # as trained: accepted
+    ppo = {**meta["ppo"], **change["ppo"]} if isinstance(change.get("ppo"), dict) else change.get("ppo", meta["ppo"])
+    with pytest.raises(ValueError, match=said):
+        check_network(Policy(params, stats, {**meta, **change, "ppo": ppo}), task)
+
+
+def test_a_link_planted_at_a_plots_name_is_replaced_not_written_through(tmp_path):
+    from limen_jax.plots import _pyplot, save_atomic
+
+    fig, _ = _pyplot().subplots()
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in (".progress.png.tmp", "progress.png.tmp", "progress.png"):  # the old and new temporary names
+        (run / name).symlink_to(victim)
+    save_atomic(fig, run / "progress.png")
+    assert victim.read_text() == "keep me"
+    assert not (run / "progress.png").is_symlink() and (run / "progress.png").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("plant", ["fifo", "link out", "device"])
+def test_a_kept_policys_arrays_hold_only_plain_files(tmp_path, capsys, plant):
+    run = tmp_path / "run"
+    kept_policy(run, GOOD_META)
+    arrays = run / "policies" / PID / "seed0" / "arrays"
+    entry = arrays / "_METADATA"
+    with contextlib.suppress(FileNotFoundError):
+        entry.unlink()
+    if plant == "fifo":
+        os.mkfifo(entry)  # the array store would wait on it forever
+    elif plant == "link out":
+        (tmp_path / "victim").write_text("{}")
+        entry.symlink_to(tmp_path / "victim")
+    else:
+        entry.symlink_to("/dev/zero")  # read forever
+    assert rollout_main([str(run), PID]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "_METADATA is a link, FIFO or device" in err
+
+
+def test_a_cache_line_too_long_to_be_an_answer_is_refused_unread(tmp_path, monkeypatch):
+    import limen_jax.llm.replay as replay
+
+    monkeypatch.setattr(replay, "MAX_LINE_BYTES", 1000)
+    path = tmp_path / "llm_cache.jsonl"
+    path.write_text(cache_line() + '{"key": "' + "k" * 5000 + '"}\n')
+    with pytest.raises(CacheError, match=r":2: longer than 0 MiB"):
+        ResponseCache(path)
+    path.write_text(cache_line() + cache_line(key="b" * 64))  # ordinary lines: read as before
+    assert len(ResponseCache(path)) == 2

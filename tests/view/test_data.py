@@ -160,3 +160,23 @@ def test_per_episode_curves_start_once_a_wave_of_episodes_has_ended() -> None:
     assert out["reward/goal"] == [None, None, None, None, 0.5, 6.0]
     assert out["entropy"] == curves["entropy"] and out["episodes"] == curves["episodes"]
     assert data.settled({"success": [0.5]}) == {"success": [0.5]}  # no counts: drawn as recorded
+
+
+def test_a_diff_that_difflib_would_take_minutes_on_is_not_made() -> None:
+    import time
+    # 10,000 lines of 99 values, each just under difflib's autojunk threshold: ~30 s to diff
+    old = "\n".join(str(i % 99) for i in range(10_000))
+    new = "\n".join(str((i * 7 + 3) % 99) for i in range(10_000))
+    start = time.perf_counter()
+    assert data.diff(old, new, "a", "b").startswith("(not diffed: a program over")
+    assert time.perf_counter() - start < 1.0
+
+
+def test_only_the_first_parents_are_diffed(run: data.Run) -> None:
+    record = dict(run.records["it0001-c01"])
+    import dataclasses
+    x = {**record, "id": "x", "parent_ids": ["it0000-c00"] * 1000}
+    many = dataclasses.replace(run, records={**run.records, "x": x})
+    parents = data.detail(many, "x")["parents"]
+    assert len(parents) == 1000 and parents[0]["diff"].startswith("--- it0000-c00")
+    assert parents[-1]["diff"].startswith("(not diffed: only the first")
