@@ -111,7 +111,7 @@ def write(script: str, figures: dict[str, Any], args: argparse.Namespace | None 
         "script": name,
         "budget": budget(argv) + (f"-{variant}" if variant else ""),
         "command": " ".join(["python", f"benchmarks/{name}.py", *argv]),
-        "figures": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in figures.items()},
+        "figures": {k: (float(f"{v:.4g}") if isinstance(v, float) else v) for k, v in figures.items()},
         "date": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
         "machine": machine(),
         "python": platform.python_version(),
