@@ -13,6 +13,7 @@ build on the genome helpers here.
 from __future__ import annotations
 
 import json
+import math
 import re
 import textwrap
 from collections.abc import Sequence
@@ -44,9 +45,12 @@ def read_genome(code: str | None) -> Genome | None:
         return None
     try:
         genome = json.loads(match.group(1))
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # a program of a run directory is untrusted text
         return None
-    if not isinstance(genome.get("features"), list) or not isinstance(genome.get("terms"), dict):
+    features, terms = genome.get("features"), genome.get("terms")
+    if not (isinstance(features, list) and all(isinstance(f, str) for f in features)
+            and isinstance(terms, dict) and all(isinstance(w, (int, float)) and not isinstance(w, bool)
+                                                and math.isfinite(w) for w in terms.values())):
         return None
     return genome
 

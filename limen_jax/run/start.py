@@ -118,7 +118,44 @@ def recorded_config(rd: RunDir, overrides: dict[str, Any]) -> EvolveConfig:
     except (KeyError, TypeError, ValueError) as exc:
         raise RunDirError(f"{path}: {exc}") from None
     check_recorded(config.task, str(path))  # an override may not name code either
+    _check_endpoints(saved, overrides, path)
     return config
+
+
+def _loopback(url: Any) -> bool:
+    """Whether ``url`` names this machine (localhost or a loopback address)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(str(url)).hostname or ""
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_endpoints(saved: dict[str, Any], overrides: dict[str, Any], path: Path) -> None:
+    """RunDirError unless every LLM endpoint off this machine that config.json names
+    (``llm.base_url``, ``llm.models[i].base_url``) is named again by the resume itself: a
+    run directory may come from someone else, and the client sends the API key (or the
+    variable ``key_env`` names) to that endpoint."""
+    from limen_jax.run.reader import RunDirError
+
+    llm = saved.get("llm")
+    asked = overrides.get("llm") if isinstance(overrides.get("llm"), dict) else {}
+    if not isinstance(llm, dict):
+        return
+    url = llm.get("base_url")
+    if url is not None and not _loopback(url) and asked.get("base_url") != url:
+        raise RunDirError(f"{path}: llm.base_url {ascii(url)[:100]} is an endpoint the run directory names: your "
+                          "API key would go there; resume with --llm-base-url and that URL if you trust it")
+    models = llm.get("models")
+    if isinstance(models, list) and asked.get("models") != models:
+        for i, m in enumerate(models):
+            if isinstance(m, dict) and m.get("base_url") is not None and not _loopback(m["base_url"]):
+                raise RunDirError(f"{path}: llm.models[{i}].base_url {ascii(m['base_url'])[:100]} is an endpoint "
+                                  "the run directory names: your API key would go there; resume with --config "
+                                  "FILE holding the same llm.models if you trust it")
 
 
 def resolve_task(name: str) -> Any:

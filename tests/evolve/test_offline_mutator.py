@@ -66,6 +66,22 @@ def test_render_respects_mode_and_weights(easy):
     assert read_genome("# limen-genome: {broken") is None
 
 
+def test_read_genome_refuses_tampered_genomes():
+    # a program of a run directory is untrusted: a genome line that nests too deeply or holds
+    # other types than names and finite weights is no genome (the offline mutator would stop
+    # the run as an "LLM outage" on a RecursionError, TypeError or ValueError)
+    head = "# limen-genome: "
+    for line in ('{"features": ' + "[" * 100_000 + "]" * 100_000 + ', "terms": {}}',
+                 '{"features": [1, null], "terms": {"goal": 1.0}}',
+                 '{"features": ["a"], "terms": {"goal": "abc"}}',
+                 '{"features": ["a"], "terms": {"goal": [1]}}',
+                 '{"features": ["a"], "terms": {"goal": true}}',
+                 '{"features": ["a"], "terms": {"goal": 1e400}}',
+                 '{"features": ["a"], "terms": {"goal": NaN}}'):
+        assert read_genome("import jax\n" + head + line + "\n") is None
+    assert read_genome(head + '{"features": ["a"], "terms": {"goal": 2}}') == {"features": ["a"], "terms": {"goal": 2}}
+
+
 def test_priors_steer_draws_and_required_pieces_stay():
     from limen_jax.catalog import Catalog, Feature, Term
 

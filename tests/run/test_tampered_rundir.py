@@ -144,6 +144,29 @@ def test_a_config_of_the_wrong_type_is_named(tmp_path, config, said):
         lj.resume(run, verbose=False)
 
 
+@pytest.mark.parametrize(("llm", "said"), [
+    ({"mutator": "openai", "model": "m", "base_url": "http://attacker.example/v1"}, r"llm\.base_url 'http://attacker"),
+    ({"mutator": "ensemble", "models": [{"mutator": "anthropic", "model": "m", "base_url": "https://10.1.2.3",
+                                          "key_env": "GITHUB_TOKEN", "price": [0, 0]}]}, r"llm\.models\[0\]\.base_url"),
+])
+def test_an_endpoint_the_run_names_is_used_only_when_the_resume_names_it(tmp_path, llm, said):
+    # a received run directory must not send the researcher's API key (or any variable
+    # key_env names) to a URL of its choosing
+    run = crafted_run(tmp_path)
+    config = json.loads((run / "config.json").read_text())
+    config["llm"].update(llm)
+    (run / "config.json").write_text(json.dumps(config))
+    before = tree(run)
+    with pytest.raises(RunDirError, match=said):
+        lj.resume(run, verbose=False)
+    assert tree(run) == before
+    from limen_jax.run.start import recorded_config  # named again by the resume: used
+    assert recorded_config(RunDir(run, create=False), {"llm": {k: llm[k] for k in ("base_url", "models") if k in llm}})
+    config["llm"].update(base_url="http://127.0.0.1:11434/v1", models=[])  # this machine's endpoint: used
+    (run / "config.json").write_text(json.dumps(config))
+    assert recorded_config(RunDir(run, create=False), {}).llm.base_url == "http://127.0.0.1:11434/v1"
+
+
 @pytest.mark.parametrize("entry", ["programs", "state.json", "events.jsonl", "llm_cache.jsonl", "policies"])
 def test_a_planted_symlink_is_refused_on_opening(tmp_path, entry):
     run = crafted_run(tmp_path)

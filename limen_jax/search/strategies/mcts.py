@@ -287,6 +287,7 @@ class TreeSearch(StrategyBase):
 
     def load(self, state: dict[str, Any]) -> None:
         self.tree = {d["id"]: T.Node.from_dict(d) for d in state["tree"]}
+        T.check_tree(self.tree)
         self.t, self.phase, self.expanded = int(state["t"]), str(state["phase"]), state.get("expanded")
 
     def done(self, view: SearchView) -> str | None:

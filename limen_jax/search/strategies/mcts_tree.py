@@ -56,7 +56,53 @@ class Node:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Node:
-        return cls(**data)
+        """A node of a checkpoint (untrusted: a run directory may come from anyone);
+        ValueError naming the field unless each has its type (N at least 1 once scored)."""
+        node = cls(**data)
+        real = lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
+        fields = {"id": isinstance(node.id, str), "parent": node.parent is None or isinstance(node.parent, str),
+                  "operator": isinstance(node.operator, str), "thought": isinstance(node.thought, str),
+                  "program": node.program is None or isinstance(node.program, str),
+                  "F": real(node.F), "Q": real(node.Q), "v_self": real(node.v_self),
+                  "N": isinstance(node.N, int) and not isinstance(node.N, bool) and node.N >= (node.Q is not None),
+                  "status": node.status in STATUSES, "repaired": isinstance(node.repaired, bool),
+                  "verified": isinstance(node.verified, bool)}
+        bad = [k for k, ok in fields.items() if not ok]
+        if bad:
+            raise ValueError(f"mcts node {ascii(node.id)[:40]}: {bad[0]} {ascii(getattr(node, bad[0]))[:60]} "
+                             "is not a value of that field")
+        return node
+
+
+STATUSES = ("asked", "scored", "rejected", "dead")
+
+
+MAX_NODES = 20_000  # nodes of a checkpointed tree (a paper-scale search has about a hundred)
+MAX_DEPTH = 1_000  # levels: selection and back-propagation cost nodes x depth
+
+
+def check_tree(tree: Tree) -> None:
+    """ValueError unless each node's parent is None or a node of ``tree``, no chain of
+    parents loops (path_to_root would never end) and the tree is at most MAX_NODES nodes
+    and MAX_DEPTH levels (each search step costs nodes x depth); linear in the tree."""
+    if len(tree) > MAX_NODES:
+        raise ValueError(f"mcts tree of {len(tree)} nodes: at most {MAX_NODES}")
+    depth: dict[str, int] = {}  # node -> its level (-1: on the chain being walked)
+    for start in tree:
+        chain, at = [], start
+        while at is not None and at not in depth:
+            if at not in tree:
+                raise ValueError(f"mcts node {ascii(chain[-1])[:40]}: parent {ascii(at)[:40]} is not a node of the tree")
+            depth[at] = -1
+            chain.append(at)
+            at = tree[at].parent
+        below = 0 if at is None else depth[at]
+        if below < 0:
+            raise ValueError(f"mcts node {ascii(at)[:40]}: its parents form a loop")
+        for k, node in enumerate(reversed(chain), 1):
+            depth[node] = below + k
+        if below + len(chain) > MAX_DEPTH:
+            raise ValueError(f"mcts tree deeper than {MAX_DEPTH} levels (node {ascii(start)[:40]})")
 
 
 def scored_children(tree: Tree, parent: str | None) -> list[Node]:

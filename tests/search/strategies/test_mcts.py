@@ -70,6 +70,28 @@ def test_one_back_propagation_gives_the_hand_derived_values():
     assert T.visits(tree, None) == 5
 
 
+def test_a_checkpointed_tree_is_typed_and_acyclic_before_the_search_uses_it():
+    # a run directory may come from anyone: a loop of parents would make path_to_root (the
+    # d5 operator, back-propagation) grow a list forever; N 0 on a scored node divides by 0
+    good = [n.to_dict() for n in hand_tree().values()]
+    TreeSearch().load({"tree": good, "t": 1, "phase": "expand", "expanded": None})
+    def tampered(i, **changed):
+        return [dict(d, **changed) if k == i else d for k, d in enumerate(good)]
+    for tree, said in [(tampered(0, parent="a"), "parents form a loop"),  # a -> a
+                       (tampered(0, parent="d"), "parents form a loop"),  # a -> d -> a
+                       (tampered(1, parent="n999"), "parent 'n999' is not a node of the tree"),
+                       (tampered(0, N=0), "N 0"), (tampered(0, Q="abc"), "Q 'abc'"),
+                       (tampered(0, F=float("nan")), "F nan"), (tampered(0, status="x"), "status 'x'")]:
+        with pytest.raises(ValueError, match=said):
+            TreeSearch().load({"tree": tree, "t": 1, "phase": "expand", "expanded": None})
+    def chain(n, depth):  # n nodes, the first depth of them one below the other
+        return [T.Node(f"x{i}", f"x{i - 1}" if 0 < i < depth else None, "m1_restructure").to_dict() for i in range(n)]
+    TreeSearch().load({"tree": chain(T.MAX_NODES, T.MAX_DEPTH), "t": 1, "phase": "expand", "expanded": None})
+    for tree, said in [(chain(T.MAX_NODES + 1, 1), "20001 nodes"), (chain(T.MAX_DEPTH + 1, T.MAX_DEPTH + 1), "deeper")]:
+        with pytest.raises(ValueError, match=said):  # selection and back-propagation cost nodes x depth
+            TreeSearch().load({"tree": tree, "t": 1, "phase": "expand", "expanded": None})
+
+
 def test_exploration_weight_decays_linearly_to_zero():
     assert [T.exploration_weight(t, 80) for t in (0, 40, 80, 96)] == [0.4, 0.2, 0.0, 0.0]
 
