@@ -87,7 +87,8 @@ def check_network(policy: Policy, task: Task) -> None:
                          f"{str(exc)[:120]})") from None
     want = jax.tree.map(lambda x: (tuple(x.shape), str(x.dtype)), expected)
     have = jax.tree.map(lambda x: (tuple(np.shape(x)), str(np.asarray(x).dtype)), policy.params)
-    if jax.tree.structure(want) != jax.tree.structure(have) or jax.tree.leaves(want) != jax.tree.leaves(have):
+    same_tree = str(jax.tree.structure(want)) == str(jax.tree.structure(have))
+    if not same_tree or jax.tree.leaves(want) != jax.tree.leaves(have):
         raise ValueError("policy.json: ppo and width describe a network other than the one its arrays hold")
 
 

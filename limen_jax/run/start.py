@@ -142,7 +142,8 @@ def _check_endpoints(saved: dict[str, Any], overrides: dict[str, Any], path: Pat
     from limen_jax.run.reader import RunDirError
 
     llm = saved.get("llm")
-    asked = overrides.get("llm") if isinstance(overrides.get("llm"), dict) else {}
+    asked_llm = overrides.get("llm")
+    asked: dict[str, Any] = asked_llm if isinstance(asked_llm, dict) else {}
     if not isinstance(llm, dict):
         return
     url = llm.get("base_url")

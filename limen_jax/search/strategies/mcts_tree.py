@@ -64,7 +64,7 @@ class Node:
                   "operator": isinstance(node.operator, str), "thought": isinstance(node.thought, str),
                   "program": node.program is None or isinstance(node.program, str),
                   "F": real(node.F), "Q": real(node.Q), "v_self": real(node.v_self),
-                  "N": isinstance(node.N, int) and not isinstance(node.N, bool) and node.N >= (node.Q is not None),
+                  "N": isinstance(node.N, int) and not isinstance(node.N, bool) and int(node.Q is not None) <= node.N,
                   "status": node.status in STATUSES, "repaired": isinstance(node.repaired, bool),
                   "verified": isinstance(node.verified, bool)}
         bad = [k for k, ok in fields.items() if not ok]
@@ -89,10 +89,12 @@ def check_tree(tree: Tree) -> None:
         raise ValueError(f"mcts tree of {len(tree)} nodes: at most {MAX_NODES}")
     depth: dict[str, int] = {}  # node -> its level (-1: on the chain being walked)
     for start in tree:
-        chain, at = [], start
+        chain: list[str] = []
+        at: str | None = start
         while at is not None and at not in depth:
             if at not in tree:
-                raise ValueError(f"mcts node {ascii(chain[-1])[:40]}: parent {ascii(at)[:40]} is not a node of the tree")
+                raise ValueError(f"mcts node {ascii(chain[-1])[:40]}: parent {ascii(at)[:40]} is not a node of "
+                                 "the tree")
             depth[at] = -1
             chain.append(at)
             at = tree[at].parent
