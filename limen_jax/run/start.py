@@ -119,7 +119,31 @@ def recorded_config(rd: RunDir, overrides: dict[str, Any]) -> EvolveConfig:
         raise RunDirError(f"{path}: {exc}") from None
     check_recorded(config.task, str(path))  # an override may not name code either
     _check_endpoints(saved, overrides, path)
+    _check_limits(saved, overrides, path)
     return config
+
+
+def _check_limits(saved: dict[str, Any], overrides: dict[str, Any], path: Path) -> None:
+    """RunDirError unless every checker limit config.json raises above its default
+    (seconds, memory, work, sample sizes) is named again by the resume: a run directory
+    may come from someone else, and a stage limit of hours lets a pending program hold
+    the resume for hours."""
+    import dataclasses
+
+    from limen_jax.program import Limits
+    from limen_jax.run.reader import RunDirError
+
+    checker = saved.get("checker")
+    asked = overrides.get("checker") if isinstance(overrides.get("checker"), dict) else {}
+    if not isinstance(checker, dict):
+        return
+    defaults = {f.name: f.default for f in dataclasses.fields(Limits)}
+    for key, value in checker.items():
+        default = defaults.get(key)
+        if (key != "sample_seed" and isinstance(default, (int, float)) and isinstance(value, (int, float))
+                and value > default and asked.get(key) != value):
+            raise RunDirError(f"{path}: checker.{key} {value!r} loosens the checker (default {default!r}) as the "
+                              f"run directory says; resume with --config FILE holding checker.{key} if you trust it")
 
 
 def _loopback(url: Any) -> bool:

@@ -167,6 +167,25 @@ def test_an_endpoint_the_run_names_is_used_only_when_the_resume_names_it(tmp_pat
     assert recorded_config(RunDir(run, create=False), {}).llm.base_url == "http://127.0.0.1:11434/v1"
 
 
+def test_a_checker_limit_the_run_loosens_is_used_only_when_the_resume_names_it(tmp_path):
+    # a received run directory must not raise the sandbox's stage limits (a pending program
+    # would then hold the resume for hours) nor its memory or sample sizes
+    from limen_jax.run.start import recorded_config
+
+    run = crafted_run(tmp_path)
+    config = json.loads((run / "config.json").read_text())
+    for loose in ({"exec_seconds": 3600.0}, {"worker_memory_mb": 2**40}, {"sample_size": 2**26}):
+        config["checker"] = loose
+        (run / "config.json").write_text(json.dumps(config))
+        key = next(iter(loose))
+        with pytest.raises(RunDirError, match=rf"checker\.{key} .* loosens the checker"):
+            lj.resume(run, verbose=False)
+        assert recorded_config(RunDir(run, create=False), {"checker": loose}).checker == loose
+    config["checker"] = {"exec_seconds": 2.0, "sample_seed": 7}  # tighter, or no limit at all: used
+    (run / "config.json").write_text(json.dumps(config))
+    assert recorded_config(RunDir(run, create=False), {}).checker == {"exec_seconds": 2.0, "sample_seed": 7}
+
+
 @pytest.mark.parametrize("entry", ["programs", "state.json", "events.jsonl", "llm_cache.jsonl", "policies"])
 def test_a_planted_symlink_is_refused_on_opening(tmp_path, entry):
     run = crafted_run(tmp_path)

@@ -29,6 +29,7 @@ the engineer's crossover is both parents' pieces with one term reweighted.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -45,6 +46,9 @@ from limen_jax.search.templates import render
 _ITEM = re.compile(r"(?:\d+[.)]|[-*])\s+(.+)")  # on a stripped line: no two repeats share a character
 MAX_COMPONENT_CHARS = 300  # a planned component is one sentence; a longer line is cut
 MAX_PLAN_CHARS = 200_000  # of a plan parsed (a plan is a few lines)
+
+
+MAX_POOL = 1_000  # programs a pool may keep: a draw weighs n (n - 1) / 2 pairs (the paper keeps 16)
 
 
 def pair_probabilities(scores: Sequence[float], epsilon: float = 0.0) -> tuple[list[tuple[int, int]], np.ndarray]:
@@ -122,8 +126,8 @@ class Forge(StrategyBase):
                     "native return over evaluation episodes) needs the task's own returns, and the trainer "
                     "reports only success and the return under each program's own reward, which does not "
                     "compare across programs")
-            if self.components < 1 or self.pool < 2 or self.patience < 1 or self.epsilon < 0:
-                raise ValueError("need components >= 1, pool >= 2, patience >= 1 and epsilon >= 0")
+            if self.components < 1 or not 2 <= self.pool <= MAX_POOL or self.patience < 1 or self.epsilon < 0:
+                raise ValueError(f"need components >= 1, pool from 2 to {MAX_POOL}, patience >= 1 and epsilon >= 0")
 
     def __init__(self, options: Any = None) -> None:
         super().__init__(options)
@@ -234,6 +238,16 @@ class Forge(StrategyBase):
         self.components = [str(c) for c in state["components"]]
         self.pool = [dict(e) for e in state["pool"]]
         self.best_by_depth = {int(d): float(s) for d, s in state["best_by_depth"].items()}
+        # a checkpoint is untrusted (a run directory may come from anyone): each pool entry
+        # is {"id", "score", "depth"} typed, and the pool no larger than the option keeps
+        # (its pairs are drawn from n (n - 1) / 2 weights)
+        for k, e in enumerate(self.pool):
+            score, depth = e.get("score"), e.get("depth")
+            if not (isinstance(e.get("id"), str) and isinstance(score, (int, float)) and not isinstance(score, bool)
+                    and math.isfinite(score) and isinstance(depth, int) and not isinstance(depth, bool) and depth >= 0):
+                raise ValueError(f"forge: pool[{k}] is not an entry {{id, score, depth}}: {ascii(e)[:80]}")
+        if len(self.pool) > self.options.pool:
+            raise ValueError(f"forge: a pool of {len(self.pool)} programs; the option keeps {self.options.pool}")
 
 
 def component(author: OfflineAuthor, planned: str, rng: np.random.Generator) -> Edit:

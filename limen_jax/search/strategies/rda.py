@@ -39,6 +39,7 @@ reweighted, names kept (both a dict reward: the genome is marked ``named``).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -222,6 +223,24 @@ class Decompose(StrategyBase):
         self.candidates = list(state["candidates"])
         self.critiques = dict(state["critiques"])
         self.best = state["best"]
+        # a checkpoint is untrusted (a run directory may come from anyone): typed here, not
+        # deep inside a later batch
+        best = self.best
+        fields = {
+            "subtasks": all(isinstance(s.get("name"), str) and isinstance(s.get("description"), str)
+                            for s in self.subtasks),
+            "candidates": all(isinstance(c, str) for c in self.candidates),
+            "critiques": all(isinstance(k, str) and isinstance(v, dict) for k, v in self.critiques.items()),
+            "best": best is None or (isinstance(best, dict) and isinstance(best.get("id"), str)
+                                     and _real(best.get("aggregate")) and isinstance(best.get("round"), int)),
+        }
+        bad = [k for k, ok in fields.items() if not ok]
+        if bad:
+            raise ValueError(f"rda: {bad[0]} in the checkpoint: {ascii(state[bad[0]])[:80]}")
+
+
+def _real(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _trained(record: Any) -> bool:

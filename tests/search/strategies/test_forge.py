@@ -125,8 +125,24 @@ def test_options_are_checked_and_max_return_says_why_it_is_not_there():
     assert check_options("forge", {"pool": 5}) == Forge.Options(pool=5)
     with pytest.raises(ValueError, match="only 'success' is available.*native return"):
         check_options("forge", {"score": "max_return"})
-    with pytest.raises(ValueError, match="pool >= 2"):
+    with pytest.raises(ValueError, match="pool from 2 to 1000"):
         check_options("forge", {"pool": 1})
+    with pytest.raises(ValueError, match="pool from 2 to 1000"):  # a draw weighs n (n - 1) / 2 pairs
+        check_options("forge", {"pool": 100_000})
+
+
+def test_a_checkpointed_pool_is_typed_and_bounded_before_a_draw():
+    # a run directory may come from anyone: an entry without a score would fail deep in a
+    # later batch, a pool of 10^5 would ask for 5 x 10^9 pair weights
+    state = {"plan": "p", "components": ["a"], "best_by_depth": {"0": 0.5},
+             "pool": [{"id": "it0000-c00", "score": 0.5, "depth": 0}, {"id": "it0000-c01", "score": 0.25, "depth": 1}]}
+    Forge().load(state)
+    for pool, said in [([{"id": "it0000-c00"}], r"pool\[0\]"), ([{"id": 5, "score": 0.1, "depth": 0}], r"pool\[0\]"),
+                       ([{"id": "a", "score": float("nan"), "depth": 0}], r"pool\[0\]"),
+                       ([{"id": "a", "score": 0.1, "depth": -1}], r"pool\[0\]"),
+                       ([{"id": f"a{i}", "score": 0.1, "depth": 0} for i in range(17)], "a pool of 17 programs")]:
+        with pytest.raises(ValueError, match=said):
+            Forge().load({**state, "pool": pool})
 
 
 def test_the_offline_planner_and_engineer_write_single_components_and_their_union():

@@ -189,6 +189,12 @@ def test_the_strategy_memory_round_trips_through_json_and_rejects_an_unknown_sta
     assert again.to_dict() == strategy.to_dict()
     with pytest.raises(ValueError, match="unknown stage"):
         again.load({**strategy.to_dict(), "stage": "bogus"})
+    # a run directory may come from anyone: the other fields are typed on loading too
+    for field, value in [("best", "zzz"), ("best", {"id": "it0001-c00", "aggregate": float("nan"), "round": 0}),
+                         ("candidates", ["it0005-c00", 5]), ("subtasks", [{"name": 1, "description": "d"}]),
+                         ("critiques", {"it0001-c00": "x"})]:
+        with pytest.raises(ValueError, match=f"rda: {field} in the checkpoint"):
+            again.load({**strategy.to_dict(), field: value})
     with pytest.raises(ValueError, match="max_subtasks"):
         Decompose.Options(max_subtasks=9)
 
