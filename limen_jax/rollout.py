@@ -172,6 +172,9 @@ def _load(args: argparse.Namespace, plan: dict[str, Any]) -> tuple[Any, Any, Any
         # a search run's config names the task as the run resolved it (an entry point or a
         # family:name); the policy's metadata holds the task's own name. Either is checked
         # before it is built: a file names no code to call
+        named = None
+        if args.task is None and "task" in run:  # checked before anything of the run is loaded
+            named = check_recorded(run["task"], str(args.run_dir / "config.json"))
         policy = load_policy(plan["dir"], root=args.run_dir)
         meta = policy.metadata
         recorded = run.get("task", meta["task"])
@@ -179,10 +182,8 @@ def _load(args: argparse.Namespace, plan: dict[str, Any]) -> tuple[Any, Any, Any
             raise ValueError(f"--task {args.task}: the policy trained on {ascii(recorded)[:80]}")
         if args.task is not None:
             name = args.task  # named by the command line: trusted as train --task was
-        elif "task" in run:
-            name = check_recorded(run["task"], str(args.run_dir / "config.json"))
         else:
-            name = check_recorded(meta["task"], str(plan["dir"] / "policy.json"))
+            name = named or check_recorded(meta["task"], str(plan["dir"] / "policy.json"))
     except (OSError, ValueError, KeyError) as exc:
         raise BadInput(f"the policy in {plan['dir']} cannot be read: {exc}") from None
     try:

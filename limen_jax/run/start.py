@@ -134,7 +134,8 @@ def _check_limits(saved: dict[str, Any], overrides: dict[str, Any], path: Path) 
     from limen_jax.run.reader import RunDirError
 
     checker = saved.get("checker")
-    asked = overrides.get("checker") if isinstance(overrides.get("checker"), dict) else {}
+    asked_checker = overrides.get("checker")
+    asked: dict[str, Any] = asked_checker if isinstance(asked_checker, dict) else {}
     if not isinstance(checker, dict):
         return
     defaults = {f.name: f.default for f in dataclasses.fields(Limits)}
