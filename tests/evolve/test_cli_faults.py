@@ -58,7 +58,7 @@ BAD_INPUT = {
                                 "ray://HOST:PORT"),
     "Ray flags without Ray": (TOY + "--ray-actors 2", "--ray-address and --ray-actors need --evaluator ray"),
     "a run dir that is a file": (TOY + "--run-dir {inputs}/list.json",
-                                 "cannot create the run directory {inputs}/list.json: File exists"),
+                                 "{inputs}/list.json/config.json: cannot read: Not a directory"),
     "resume with another seed": ("--resume {run} --seed 3", REFUSED % "seed"),
     "resume with another preset": ("--resume {run} --preset paper", REFUSED % "preset"),
     "resume with another --config": ("--resume {run} --config {inputs}/more_steps.json",
