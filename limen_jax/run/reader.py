@@ -85,14 +85,21 @@ def exists(root: Path, name: str) -> bool:
     return os.path.lexists(root / name)
 
 
-def read_json(root: Path, name: str, what: str) -> Any:
-    """``root/name`` parsed; :class:`RunDirError` for a file out of the run, too large or not JSON."""
+def _sized_file(root: Path, name: str, cap: int) -> tuple[Path, Path]:
+    """(``root/name``, its resolved path) when it is a file inside the run of at most ``cap``
+    bytes; :class:`RunDirError` naming it otherwise."""
     path = root / name
     real = inside(root, path)
     if real is None:
         raise RunDirError(f"{path} is not a file inside the run directory (a link out of it, or not a file)")
-    if real.stat().st_size > MAX_JSON_BYTES:
-        raise RunDirError(f"{path} is larger than {MAX_JSON_BYTES >> 20} MiB: not a run this reader reads")
+    if real.stat().st_size > cap:
+        raise RunDirError(f"{path} is larger than {cap >> 20} MiB: not a run this reader reads")
+    return path, real
+
+
+def read_json(root: Path, name: str, what: str) -> Any:
+    """``root/name`` parsed; :class:`RunDirError` for a file out of the run, too large or not JSON."""
+    path, real = _sized_file(root, name, MAX_JSON_BYTES)
     try:
         return json.loads(real.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -164,12 +171,7 @@ def read_events(root: Path, name: str = "events.jsonl") -> tuple[list[dict[str, 
     """(events, skipped): the readable, well-typed lines of events.jsonl in order, and how many
     events were skipped for fields of the wrong type (a line that is not a JSON object with an
     ``event`` name, as a kill mid-write leaves one, is skipped silently, as ``RunDir.events`` does)."""
-    path = root / name
-    real = inside(root, path)
-    if real is None:
-        raise RunDirError(f"{path} is not a file inside the run directory (a link out of it, or not a file)")
-    if real.stat().st_size > MAX_EVENTS_BYTES:
-        raise RunDirError(f"{path} is larger than {MAX_EVENTS_BYTES >> 20} MiB: not a run this reader reads")
+    path, real = _sized_file(root, name, MAX_EVENTS_BYTES)
     out, skipped = [], 0
     try:
         with open(real, encoding="utf-8", errors="replace") as fh:
