@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import weakref
 from collections.abc import Hashable, Sequence
 
 from limen_jax.interface import Interface
@@ -17,6 +18,7 @@ from limen_jax.rl.compiled import CompileOnce
 from limen_jax.rl.config import PPOConfig
 from limen_jax.rl.core import Core
 from limen_jax.task import Task
+from limen_jax.xla_maps import on_pressure
 
 Layout = tuple[int, int] | None  # a trainer's (devices along K, along S); None: unsharded
 
@@ -25,14 +27,20 @@ class CompileCache:
     """Cores by (task, config, width, layout, term slots) and kernel executables by
     (programs, width, layout[, core]); safe to use from several threads.
 
-    kernels_kept: how many batches' kernel executables stay (least recently used go).
+    kernels_kept: how many batches' kernel executables stay (least recently used go);
+    cores_kept: how many shapes' cores stay (least recently used go). A search uses a few
+    shapes; a process sweeping configs would otherwise keep every config's executables.
+    Every cache lets go of everything when the process nears its memory-map cap
+    (:mod:`limen_jax.xla_maps`).
     """
 
-    def __init__(self, kernels_kept: int = 8) -> None:
-        self._cores: dict[Hashable, Core] = {}
+    def __init__(self, kernels_kept: int = 8, cores_kept: int = 8) -> None:
+        self._cores: collections.OrderedDict[Hashable, Core] = collections.OrderedDict()
+        self._cores_kept = int(cores_kept)
         self._kernels: collections.OrderedDict[Hashable, CompileOnce] = collections.OrderedDict()
         self._kernels_kept = int(kernels_kept)
         self._lock = threading.Lock()
+        _LIVE.add(self)
 
     def core(self, task: Task, config: PPOConfig, width: int, layout: Layout, num_terms: int = 0) -> Core:
         """The Core of these shapes. A task is known by its class, name, horizon and
@@ -41,9 +49,11 @@ class CompileCache:
                  tuple(sorted((k, repr(v)) for k, v in dict(task.params).items())))  # fmt: skip
         key = (ident, config, int(width), layout, int(num_terms))
         with self._lock:
-            if key not in self._cores:
-                self._cores[key] = Core(task, config, width, num_terms)
-            return self._cores[key]
+            core = self._cores.pop(key, None) or Core(task, config, width, num_terms)
+            self._cores[key] = core
+            while len(self._cores) > self._cores_kept:
+                self._cores.popitem(last=False)
+            return core
 
     def kernels(
         self, interfaces: Sequence[Interface], width: int, layout: Layout, core: Core | None = None
@@ -66,4 +76,11 @@ class CompileCache:
             self._kernels.clear()
 
 
+def _clear_all() -> None:
+    for cache in list(_LIVE):
+        cache.clear()
+
+
+_LIVE: weakref.WeakSet[CompileCache] = weakref.WeakSet()
+on_pressure(_clear_all)
 PROCESS_CACHE = CompileCache()

@@ -16,6 +16,8 @@ from typing import Any, Generic, TypeVar
 
 import jax
 
+from limen_jax.xla_maps import make_room
+
 Wrap = Callable[..., Callable[..., Any]]  # wraps a function before it is jitted, e.g. a shard_map: (fn, nargs) -> fn
 Exe = TypeVar("Exe")
 
@@ -47,6 +49,7 @@ class CompileOnce(Generic[Exe]):
             with lock:
                 exe = self._done.get(sig)
                 if exe is None:
+                    make_room()  # XLA crashes instead of failing past the process's memory-map cap
                     exe = build()
                     self._done[sig] = exe
         finally:

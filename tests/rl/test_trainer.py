@@ -456,3 +456,19 @@ def test_trainers_share_compiled_functions_through_their_compile_cache():
     assert cache.kernels(ifaces, 64, None) is not first
     cache.clear()
     assert BatchTrainer(Corridor(), ifaces, CFG, 2, cache=cache).core is not a.core
+
+
+def test_a_compile_cache_keeps_the_cores_of_its_last_shapes():
+    """A sweep over configs in one process keeps the executables of cores_kept shapes,
+    not of every config it ever trained."""
+    from limen_jax.rl import CompileCache
+
+    cache = CompileCache(cores_kept=2)
+    lrs = (1e-3, 2e-3, 3e-3)
+    cores = [cache.core(Corridor(), CFG.replace(lr=lr), 64, None) for lr in lrs]
+    assert len(set(map(id, cores))) == 3
+    assert cache.core(Corridor(), CFG.replace(lr=3e-3), 64, None) is cores[2]
+    assert cache.core(Corridor(), CFG.replace(lr=2e-3), 64, None) is cores[1]  # now the most recent
+    assert cache.core(Corridor(), CFG.replace(lr=1e-3), 64, None) is not cores[0]  # the oldest went
+    assert cache.core(Corridor(), CFG.replace(lr=2e-3), 64, None) is cores[1]
+    assert cache.core(Corridor(), CFG.replace(lr=3e-3), 64, None) is not cores[2]
