@@ -113,6 +113,9 @@ class CascadeConfig:
 
 
 SELECTIONS = ("fixed", "weighted", "ucb")
+MAX_LLM_RETRIES = 50
+MAX_LLM_CONCURRENCY = 1024
+MAX_LLM_TIMEOUT_S = 3600.0
 MEMBER_KEYS = ("mutator", "model", "weight", "base_url", "key_env", "price")
 
 
@@ -135,13 +138,13 @@ class LLMConfig:
     max_cost_usd: float = 20.0
     # a run directory whose cached LLM answers a replay uses (mutator "replay")
     replay_from: str | None = None
-    # seconds one attempt of a call may take
+    # seconds one attempt of a call may take, at most 3600
     timeout_s: float = 300.0
     # the output cap of one call, in tokens
     max_tokens: int = 8192
-    # retries of a transient failure (rate limit, timeout, server error)
+    # retries of a transient failure (rate limit, timeout, server error), at most 50
     max_retries: int = 6
-    # how many calls may be in flight at once (None: a whole batch)
+    # how many calls may be in flight at once (None: a whole batch), at most 1024
     concurrency: int | None = None
     # an OpenAI-compatible endpoint, including /v1 (None: OPENAI_BASE_URL, else OpenAI's)
     base_url: str | None = None
@@ -158,8 +161,14 @@ class LLMConfig:
 
     def __post_init__(self) -> None:
         _at_least("llm", self, ("concurrency",), max_tokens=1, max_retries=0, concurrency=1)
-        if not self.timeout_s > 0:  # NaN included
-            raise ValueError(f"llm.timeout_s must be > 0, got {self.timeout_s!r}")
+        # upper bounds too: a run directory's config.json is input, and a resume must not
+        # retry an outage for days or wait hours on one attempt
+        for name, high in (("max_retries", MAX_LLM_RETRIES), ("concurrency", MAX_LLM_CONCURRENCY)):
+            value = getattr(self, name)
+            if value is not None and value > high:
+                raise ValueError(f"llm.{name} must be at most {high}, got {value!r}")
+        if not 0 < self.timeout_s <= MAX_LLM_TIMEOUT_S:  # NaN included
+            raise ValueError(f"llm.timeout_s must be > 0 and at most {MAX_LLM_TIMEOUT_S:g}, got {self.timeout_s!r}")
         # a NaN cap compares false with any spend, so it would never stop a run
         if not (self.max_cost_usd >= 0 and self.max_cost_usd == self.max_cost_usd):
             raise ValueError(f"llm.max_cost_usd must be a number >= 0, got {self.max_cost_usd!r}")

@@ -25,7 +25,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from limen_jax.run.reader import RunDirError, append_file, check_id, own_dir, write_file
+from limen_jax.run.reader import (
+    MAX_EVENT_LINE_BYTES,
+    RunDirError,
+    append_file,
+    check_id,
+    json_lines,
+    own_dir,
+    write_file,
+)
 
 # What a run writes at its top level: none of them may be a symlink (a planted one would
 # carry a write, or a read, outside the directory).
@@ -125,8 +133,10 @@ class RunDir:
         if not self.events_path.exists():
             return []
         out = []
-        with open(self.events_path, encoding="utf-8") as fh:
-            for line in fh:
+        with open(self.events_path, "rb") as fh:
+            for line in json_lines(fh, MAX_EVENT_LINE_BYTES):
+                if line is None:  # longer than any event the engine writes
+                    continue
                 try:
                     out.append(json.loads(line))
                 except json.JSONDecodeError:  # a line cut by a kill mid-write

@@ -19,8 +19,9 @@ import json
 import math
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 
 class RunDirError(ValueError):
@@ -50,6 +51,7 @@ def check_id(value: Any, where: str) -> str:
 
 MAX_JSON_BYTES = 512 * 2**20  # state.json, config.json: a long real run's checkpoint is tens of MB
 MAX_EVENTS_BYTES = 512 * 2**20  # events.jsonl
+MAX_EVENT_LINE_BYTES = 16 * 2**20  # one event: the longest the engine writes, a prompt or an answer, is < 1 MB
 MAX_PROGRAM_BYTES = 2**20  # programs/<id>.py: a program is a few KB
 MAX_ITERATIONS = 10_000  # iterations drawn: each costs a grid snapshot and a progress row
 MAX_ISLANDS = 1_000
@@ -167,6 +169,19 @@ def well_typed_event(event: dict[str, Any]) -> bool:
     return all(check(event[k]) for k, check in _FIELDS.items() if k in event)
 
 
+def json_lines(fh: BinaryIO, cap: int) -> Iterator[str | None]:
+    """The lines of binary file ``fh`` as text (invalid UTF-8 replaced), None for each line
+    longer than ``cap`` bytes, which is skipped in pieces of at most ``cap`` bytes, never
+    held whole."""
+    while raw := fh.readline(cap + 1):
+        if len(raw) <= cap:
+            yield raw.decode("utf-8", "replace")
+            continue
+        while not raw.endswith(b"\n") and (raw := fh.readline(cap)):
+            pass
+        yield None
+
+
 def read_events(root: Path, name: str = "events.jsonl") -> tuple[list[dict[str, Any]], int]:
     """(events, skipped): the readable, well-typed lines of events.jsonl in order, and how many
     events were skipped for fields of the wrong type (a line that is not a JSON object with an
@@ -174,8 +189,11 @@ def read_events(root: Path, name: str = "events.jsonl") -> tuple[list[dict[str, 
     path, real = _sized_file(root, name, MAX_EVENTS_BYTES)
     out, skipped = [], 0
     try:
-        with open(real, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
+        with open(real, "rb") as fh:
+            for line in json_lines(fh, MAX_EVENT_LINE_BYTES):
+                if line is None:  # longer than any event the engine writes: not read into memory
+                    skipped += 1
+                    continue
                 try:
                     event = json.loads(line)
                 except (json.JSONDecodeError, RecursionError):

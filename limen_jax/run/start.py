@@ -147,23 +147,17 @@ def _check_limits(saved: dict[str, Any], overrides: dict[str, Any], path: Path) 
                               f"run directory says; resume with --config FILE holding checker.{key} if you trust it")
 
 
-def _loopback(url: Any) -> bool:
-    """Whether ``url`` names this machine (localhost or a loopback address)."""
-    import ipaddress
-    from urllib.parse import urlsplit
-
-    try:
-        host = urlsplit(str(url)).hostname or ""
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+# The variable each provider's client reads its key from when an entry names none.
+_DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 
 
 def _check_endpoints(saved: dict[str, Any], overrides: dict[str, Any], path: Path) -> None:
-    """RunDirError unless every LLM endpoint off this machine that config.json names
-    (``llm.base_url``, ``llm.models[i].base_url``) is named again by the resume itself: a
-    run directory may come from someone else, and the client sends the API key (or the
-    variable ``key_env`` names) to that endpoint."""
+    """RunDirError unless every LLM endpoint config.json names (``llm.base_url``,
+    ``llm.models[i].base_url``, this machine's included: on a shared machine another user
+    may listen there) and every key variable other than the provider's own
+    (``llm.models[i].key_env``) is named again by the resume itself: a run directory may
+    come from someone else, and the client sends the API key, or the value of the variable
+    ``key_env`` names, to that endpoint."""
     from limen_jax.run.reader import RunDirError
 
     llm = saved.get("llm")
@@ -172,16 +166,23 @@ def _check_endpoints(saved: dict[str, Any], overrides: dict[str, Any], path: Pat
     if not isinstance(llm, dict):
         return
     url = llm.get("base_url")
-    if url is not None and not _loopback(url) and asked.get("base_url") != url:
+    if url is not None and asked.get("base_url") != url:
         raise RunDirError(f"{path}: llm.base_url {ascii(url)[:100]} is an endpoint the run directory names: your "
                           "API key would go there; resume with --llm-base-url and that URL if you trust it")
     models = llm.get("models")
-    if isinstance(models, list) and asked.get("models") != models:
-        for i, m in enumerate(models):
-            if isinstance(m, dict) and m.get("base_url") is not None and not _loopback(m["base_url"]):
-                raise RunDirError(f"{path}: llm.models[{i}].base_url {ascii(m['base_url'])[:100]} is an endpoint "
-                                  "the run directory names: your API key would go there; resume with --config "
-                                  "FILE holding the same llm.models if you trust it")
+    if not isinstance(models, list) or asked.get("models") == models:
+        return
+    again = "resume with --config FILE holding the same llm.models if you trust it"
+    for i, m in enumerate(models):
+        if not isinstance(m, dict):
+            continue
+        if m.get("base_url") is not None:
+            raise RunDirError(f"{path}: llm.models[{i}].base_url {ascii(m['base_url'])[:100]} is an endpoint the "
+                              f"run directory names: your API key would go there; {again}")
+        key_env = m.get("key_env")
+        if key_env is not None and key_env != _DEFAULT_KEY_ENV.get(str(m.get("mutator"))):
+            raise RunDirError(f"{path}: llm.models[{i}].key_env {ascii(key_env)[:60]} names the variable whose value "
+                              f"would be sent as the API key; {again}")
 
 
 def resolve_task(name: str) -> Any:

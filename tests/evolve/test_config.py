@@ -174,6 +174,9 @@ def test_the_evolve_cli_takes_every_preset_the_tasks_declare():
     ("llm", "max_cost_usd", -1.0, r"llm\.max_cost_usd must be a number >= 0"),
     ("llm", "timeout_s", float("nan"), r"llm\.timeout_s must be > 0"),
     ("llm", "temperature", float("nan"), r"llm\.temperature must be a finite number"),
+    ("llm", "max_retries", 10**9, r"llm\.max_retries must be at most 50, got 1000000000"),  # an outage retried for ever
+    ("llm", "concurrency", 10**6, r"llm\.concurrency must be at most 1024"),
+    ("llm", "timeout_s", 1e9, r"llm\.timeout_s must be > 0 and at most 3600"),
     ("archive", "num_islands", 10**9, r"num_islands must be from 1 to 1000"),
 ])
 def test_a_config_json_value_that_would_lift_the_cap_or_blow_up_memory_is_refused(section, key, value, said):

@@ -292,7 +292,11 @@ def test_packages_imported_from_outside_the_path_are_bound(tmp_path: pathlib.Pat
     task package under development); the worker's view of the filesystem includes it."""
     import importlib.util
 
-    pkg = tmp_path / "outside" / "mytasks_pkg"
+    # outside pytest's temporary tree: an earlier test in this process may have bound a
+    # folder of that tree, and a package under a bound folder is not bound again
+    outside = pathlib.Path(tempfile.mkdtemp(prefix="limen-outside-", dir="/var/tmp" if os.access("/var/tmp", os.W_OK)
+                                            else tmp_path))  # fmt: skip
+    pkg = outside / "mytasks_pkg"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("X = 1\n")
     assert str(pkg) not in isolation._read_only_paths()
@@ -305,3 +309,4 @@ def test_packages_imported_from_outside_the_path_are_bound(tmp_path: pathlib.Pat
         assert str(pkg) in isolation._read_only_paths()
     finally:
         del sys.modules["mytasks_pkg"]
+        shutil.rmtree(outside, ignore_errors=True)

@@ -124,10 +124,12 @@ def test_an_ensemble_of_two_providers_asks_both_and_keeps_the_cap(tmp_path, no_p
         no_provider_env.setenv("ANTHROPIC_API_KEY", "test-key")
         members = [{"mutator": "openai", "model": "M", "base_url": fake.url, "price": [3, 15]},
                    {"mutator": "anthropic", "model": "claude-sonnet-4-6", "base_url": claude.url}]
-        flags = ["--task", "toy_corridor", "--config", config(tmp_path, models=members, select="fixed"),
-                 "--max-cost", "0.02", "--run-dir", str(run)]
+        settings = config(tmp_path, models=members, select="fixed")
+        flags = ["--task", "toy_corridor", "--config", settings, "--max-cost", "0.02", "--run-dir", str(run)]
         assert main(flags) == 1  # stopped by the cap
-        assert main(["--resume", str(run), "--max-cost", "30", "--iterations", "2"]) == 0
+        # the endpoints the run names are used only when the resume names them again
+        assert main(["--resume", str(run), "--max-cost", "30", "--iterations", "2"]) == 2
+        assert main(["--resume", str(run), "--config", settings, "--max-cost", "30", "--iterations", "2"]) == 0
         billed = fake.spend(PRICES) + claude.posts * (1000 * 3.0 + 200 * 15.0) / 1e6
     usage = json.loads((run / "usage.json").read_text())
     assert usage["mutator"] == "ensemble" and set(usage["by_model"]) == {"M", "claude-sonnet-4-6"}

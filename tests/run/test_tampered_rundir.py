@@ -146,8 +146,14 @@ def test_a_config_of_the_wrong_type_is_named(tmp_path, config, said):
 
 @pytest.mark.parametrize(("llm", "said"), [
     ({"mutator": "openai", "model": "m", "base_url": "http://attacker.example/v1"}, r"llm\.base_url 'http://attacker"),
+    # this machine's port may be another user's listener on a shared machine
+    ({"mutator": "openai", "model": "m", "base_url": "http://127.0.0.1:11434/v1"}, r"llm\.base_url 'http://127"),
     ({"mutator": "ensemble", "models": [{"mutator": "anthropic", "model": "m", "base_url": "https://10.1.2.3",
                                           "key_env": "GITHUB_TOKEN", "price": [0, 0]}]}, r"llm\.models\[0\]\.base_url"),
+    # no endpoint named, but another secret would go to the provider as the API key
+    ({"mutator": "ensemble", "models": [{"mutator": "openai", "model": "m", "price": [0, 0]},
+                                        {"mutator": "anthropic", "model": "m2", "key_env": "AWS_SECRET_ACCESS_KEY"}]},
+     r"llm\.models\[1\]\.key_env 'AWS_SECRET_ACCESS_KEY' names the variable"),
 ])
 def test_an_endpoint_the_run_names_is_used_only_when_the_resume_names_it(tmp_path, llm, said):
     # a received run directory must not send the researcher's API key (or any variable
@@ -162,9 +168,9 @@ def test_an_endpoint_the_run_names_is_used_only_when_the_resume_names_it(tmp_pat
     assert tree(run) == before
     from limen_jax.run.start import recorded_config  # named again by the resume: used
     assert recorded_config(RunDir(run, create=False), {"llm": {k: llm[k] for k in ("base_url", "models") if k in llm}})
-    config["llm"].update(base_url="http://127.0.0.1:11434/v1", models=[])  # this machine's endpoint: used
-    (run / "config.json").write_text(json.dumps(config))
-    assert recorded_config(RunDir(run, create=False), {}).llm.base_url == "http://127.0.0.1:11434/v1"
+    config["llm"].update(base_url=None, models=[{"mutator": "anthropic", "model": "m", "key_env": "ANTHROPIC_API_KEY"}])
+    (run / "config.json").write_text(json.dumps(config))  # the provider's own key variable: used
+    assert recorded_config(RunDir(run, create=False), {}).llm.models[0]["key_env"] == "ANTHROPIC_API_KEY"
 
 
 def test_a_checker_limit_the_run_loosens_is_used_only_when_the_resume_names_it(tmp_path):
@@ -292,6 +298,26 @@ def test_events_of_the_wrong_type_are_skipped_and_counted(tmp_path):
     (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
     events, skipped = read_events(tmp_path)
     assert events == lines[:1] and skipped == 2
+
+
+def test_an_event_line_longer_than_any_the_engine_writes_is_skipped_in_bounded_memory(tmp_path, monkeypatch):
+    import io
+    import tracemalloc
+
+    from limen_jax.run import reader
+
+    monkeypatch.setattr(reader, "MAX_EVENT_LINE_BYTES", 4096)
+    good = {"event": "iteration", "iteration": 1, "wall_s": 2.0}
+    huge = '{"event": "note", "text": "' + "x" * 3_000_000 + '"}\n'
+    (tmp_path / "events.jsonl").write_text(huge + json.dumps(good) + "\n" + huge[:10_000])  # the last one unended
+    tracemalloc.start()
+    events, skipped = read_events(tmp_path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert events == [good] and skipped == 2
+    assert peak < 200_000  # the 3 MB line was never held whole
+    lines = list(reader.json_lines(io.BytesIO(b"ab\n" + b"c" * 9 + b"\nde"), 4))
+    assert lines == ["ab\n", None, "de"]
 
 
 def test_compare_refuses_records_of_the_wrong_type(tmp_path, capsys):
