@@ -41,7 +41,7 @@ from anthropic.types import OutputConfigParam
 from limen_jax.llm.client import Completion, MissingAPIKey, RequestRefused, Usage
 from limen_jax.llm.prices import Price, price_for
 from limen_jax.llm.replies import OddReply, answer_text, classified, estimated_usage, prompt_tokens
-from limen_jax.llm.retry import RetryPolicy, gave_up, plus, with_retries
+from limen_jax.llm.retry import RetryPolicy, retried_completion
 
 log = logging.getLogger(__name__)
 
@@ -192,32 +192,27 @@ class AnthropicClient:
 
     def complete(self, system: str, user: str, images: Sequence[str] = (), seed: int = 0) -> Completion:
         """One answer. Raises RequestRefused (a refused request); transient failures beyond
-        the retry budget return a completion with ``error`` set."""
-        answer, retries, last, paid = with_retries(lambda: self._attempt(system, user, images), self.retry,
-                                                   label="anthropic", rng=self._rng, sleep=self._sleep)
-        if answer is None:
-            return Completion(text="", usage=plus(paid, Usage(retries=retries)), model=self.model,
-                              error=gave_up(self.retry, last))
+        the retry budget return a completion with ``error`` set. The completion names the
+        model the run priced and records (usage per model), not a dated alias it was served."""
+        return retried_completion(lambda: self._attempt(system, user, images), self.retry, self._finish,
+                                  model=self.model, label="anthropic", rng=self._rng, sleep=self._sleep)
+
+    def _finish(self, answer: tuple[Any, str]) -> tuple[str, Usage, dict[str, Any]]:
         message, text = answer
         u = message.usage
         usage = _usage(message, self.prices)
         log.info("anthropic %s: %d in / %d out tokens, $%.4f", message.model, u.input_tokens, u.output_tokens,
                  usage.cost_usd)
-        return Completion(
-            text=text,
-            usage=plus(paid, Usage(usage.input_tokens, usage.output_tokens, usage.cost_usd, retries)),
-            model=self.model,  # the id the run priced and records (usage per model), not a dated alias
-            metadata={
-                "served_model": message.model,
-                "stop_reason": message.stop_reason,
-                "message_id": message.id,
-                "cache_write_tokens": u.cache_creation_input_tokens or 0,
-                "cache_read_tokens": u.cache_read_input_tokens or 0,
-                "blocks": [b.type for b in message.content],
-                "truncated": message.stop_reason == "max_tokens",
-                "max_tokens": self.max_tokens,
-            },
-        )
+        return text, Usage(usage.input_tokens, usage.output_tokens, usage.cost_usd), {
+            "served_model": message.model,
+            "stop_reason": message.stop_reason,
+            "message_id": message.id,
+            "cache_write_tokens": u.cache_creation_input_tokens or 0,
+            "cache_read_tokens": u.cache_read_input_tokens or 0,
+            "blocks": [b.type for b in message.content],
+            "truncated": message.stop_reason == "max_tokens",
+            "max_tokens": self.max_tokens,
+        }
 
 
 def _content(user: str, images: Sequence[str]) -> Any:

@@ -23,7 +23,6 @@ temperature; every other model gets ``max_tokens`` and the temperature.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
@@ -38,7 +37,7 @@ from openai.types.chat import ChatCompletion
 from limen_jax.llm.client import Completion, MissingAPIKey, RequestRefused, Usage
 from limen_jax.llm.prices import Price
 from limen_jax.llm.replies import OddReply, answer_text, classified, estimated_usage, prompt_tokens
-from limen_jax.llm.retry import RetryPolicy, gave_up, plus, with_retries
+from limen_jax.llm.retry import RetryPolicy, retried_completion
 
 log = logging.getLogger(__name__)
 
@@ -181,27 +180,21 @@ class OpenAIClient:
     def complete(self, system: str, user: str, images: Sequence[str] = (), seed: int = 0) -> Completion:
         """One answer. Raises RequestRefused (a refused request); transient failures beyond
         the retry budget return a completion with ``error`` set."""
-        answer, retries, last, paid = with_retries(lambda: self._attempt(system, user, images, seed), self.retry,
-                                                   label="openai", rng=self._rng, sleep=self._sleep)
-        if answer is None:
-            return Completion(text="", usage=plus(paid, Usage(retries=retries)), model=self.model,
-                              error=gave_up(self.retry, last))
+        return retried_completion(lambda: self._attempt(system, user, images, seed), self.retry, self._finish,
+                                  model=self.model, label="openai", rng=self._rng, sleep=self._sleep)
+
+    def _finish(self, answer: tuple[ChatCompletion, str, Usage]) -> tuple[str, Usage, dict[str, Any]]:
         reply, text, usage = answer
         choice = reply.choices[0]
         log.info("openai %s: %d in / %d out tokens, $%.4f", self.model, usage.input_tokens, usage.output_tokens,
                  usage.cost_usd)
-        return Completion(
-            text=text,
-            usage=plus(paid, dataclasses.replace(usage, retries=retries)),
-            model=self.model,
-            metadata={
-                "finish_reason": choice.finish_reason,
-                "served_model": getattr(reply, "model", None),
-                "response_id": getattr(reply, "id", None),
-                "truncated": choice.finish_reason == "length",
-                "max_tokens": self.max_tokens,
-            },
-        )
+        return text, usage, {
+            "finish_reason": choice.finish_reason,
+            "served_model": getattr(reply, "model", None),
+            "response_id": getattr(reply, "id", None),
+            "truncated": choice.finish_reason == "length",
+            "max_tokens": self.max_tokens,
+        }
 
 
 def _content(user: str, images: Sequence[str]) -> Any:

@@ -13,11 +13,11 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
-from limen_jax.llm.client import Usage
+from limen_jax.llm.client import Completion, Usage
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -84,6 +84,24 @@ def plus(a: Usage, b: Usage) -> Usage:
     """Two usages summed field by field."""
     return Usage(a.input_tokens + b.input_tokens, a.output_tokens + b.output_tokens, a.cost_usd + b.cost_usd,
                  a.retries + b.retries)
+
+
+Finish = Callable[[T], tuple[str, Usage, dict[str, Any]]]  # an answer -> (text, its usage, metadata)
+
+
+def retried_completion(attempt: Callable[[], T], policy: RetryPolicy, finish: Finish[T], *, model: str, label: str,
+                       rng: np.random.Generator | None = None,
+                       sleep: Callable[[float], None] = time.sleep) -> Completion:
+    """One answer of a client: ``attempt`` under :func:`with_retries`, then ``finish(answer)``
+    -> (text, the answer's usage, metadata). The completion's usage adds what failed
+    attempts were billed and counts the retries; when every attempt failed, its text is
+    empty and ``error`` says why."""
+    answer, retries, last, paid = with_retries(attempt, policy, label=label, rng=rng, sleep=sleep)
+    if answer is None:
+        return Completion(text="", usage=plus(paid, Usage(retries=retries)), model=model, error=gave_up(policy, last))
+    text, usage, metadata = finish(answer)
+    return Completion(text=text, usage=plus(paid, dataclasses.replace(usage, retries=retries)), model=model,
+                      metadata=metadata)
 
 
 def gave_up(policy: RetryPolicy, last: Transient | None) -> str:

@@ -7,15 +7,14 @@ of every reply that reported one), so tests can compare recorded spend with true
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import dataclasses
 import json
-import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from fake_server import FakeServer, send
 
 
 @dataclasses.dataclass
@@ -80,89 +79,42 @@ def completion_json(reply: Reply, model: str) -> dict[str, Any]:
     return body
 
 
-class FakeOpenAI:
+class FakeOpenAI(FakeServer):
     """Usage: ``with FakeOpenAI([Status(429), Reply("hi")]) as fake: ... fake.url ...`` (the
-    URL ends in /v1, as OPENAI_BASE_URL does)."""
+    URL ends in /v1, as OPENAI_BASE_URL does). Besides the requests it records what it
+    billed: the usage of every reply that reported one. Once the script is used up
+    without a default: HTTP 500."""
+
+    path, url_suffix = "/v1/chat/completions", "/v1"
 
     def __init__(self, script: list[Behaviour] | None = None, default: Behaviour | None = None,
                  responder: Callable[[dict[str, Any]], Behaviour] | None = None) -> None:
-        """script: behaviours for the next POSTs, in order; default: the behaviour once the
-        script is used up (None: HTTP 500); responder: computes the behaviour from the
-        request's JSON body instead (a fake model that writes programs)."""
-        self.script: collections.deque[Behaviour] = collections.deque(script or [])
-        self.default = default
-        self.responder = responder
-        self.requests: list[dict[str, Any]] = []
+        super().__init__(script, default, responder)
         self.billed: list[tuple[str, int, int, int]] = []  # (model, prompt, cached, completion) per billed reply
-        self._lock = threading.Lock()
-        fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:  # keep test output quiet
-                pass
+    def fallback(self) -> Behaviour:
+        return Status(500)
 
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
-                body = json.loads(raw or b"{}")
-                with fake._lock:
-                    fake.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
-                                          "body": body})
-                    behaviour = fake.script.popleft() if fake.script else (fake.default or Status(500))
-                if fake.responder is not None:
-                    behaviour = fake.responder(body)
-                if self.path != "/v1/chat/completions":
-                    behaviour = Status(404)
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up
-                    self._act(behaviour, body.get("model", "unknown"))
+    def not_found(self) -> Behaviour:
+        return Status(404)
 
-            def _send(self, code: int, body: bytes, headers: dict[str, str] | None = None,
-                      content_type: str = "application/json") -> None:
-                self.send_response(code)
-                self.send_header("content-type", content_type)
-                self.send_header("content-length", str(len(body)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(body)
-
-            def _act(self, behaviour: Behaviour, model: str) -> None:
-                if isinstance(behaviour, Slow):
-                    time.sleep(behaviour.delay)
-                    behaviour = behaviour.then
-                if isinstance(behaviour, Reply):
-                    time.sleep(behaviour.delay)
-                    if behaviour.usage:
-                        with fake._lock:
-                            fake.billed.append((model, behaviour.prompt_tokens, behaviour.cached_tokens,
-                                                behaviour.completion_tokens))
-                    self._send(200, json.dumps(completion_json(behaviour, model)).encode())
-                elif isinstance(behaviour, Status):
-                    err = {"error": {"message": f"fake {behaviour.code}", "type": "error", "code": None}}
-                    self._send(behaviour.code, json.dumps(err).encode(), behaviour.headers)
-                else:
-                    self._send(200, behaviour.body, content_type=behaviour.content_type)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    @property
-    def posts(self) -> int:
-        return len(self.requests)
+    def answer(self, handler: BaseHTTPRequestHandler, behaviour: Behaviour, model: str) -> None:
+        if isinstance(behaviour, Slow):
+            time.sleep(behaviour.delay)
+            behaviour = behaviour.then
+        if isinstance(behaviour, Reply):
+            time.sleep(behaviour.delay)
+            if behaviour.usage:
+                with self._lock:
+                    self.billed.append((model, behaviour.prompt_tokens, behaviour.cached_tokens,
+                                        behaviour.completion_tokens))
+            send(handler, 200, json.dumps(completion_json(behaviour, model)).encode())
+        elif isinstance(behaviour, Status):
+            err = {"error": {"message": f"fake {behaviour.code}", "type": "error", "code": None}}
+            send(handler, behaviour.code, json.dumps(err).encode(), behaviour.headers)
+        else:
+            send(handler, 200, behaviour.body, content_type=behaviour.content_type)
 
     def spend(self, prices: dict[str, tuple[float, float]]) -> float:
         """True dollars of every billed reply: prompt x IN + completion x OUT (/1e6), by model."""
         return sum(p * prices[m][0] + c * prices[m][1] for m, p, _, c in self.billed) / 1e6
-
-    def __enter__(self) -> FakeOpenAI:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
