@@ -41,6 +41,8 @@ from limen_jax.view import data, page
 _TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 TOKEN_HEADER = "X-Limen-Token"
 _MAX_BODY = 4096  # a POST body is {"id": ...}
+# the headers the Host, origin and token checks read: each must come at most once
+_CHECKED_HEADERS = ("Host", "Origin", "Sec-Fetch-Site", "Sec-Fetch-Mode", TOKEN_HEADER)
 
 
 class Guard:
@@ -196,7 +198,11 @@ def make_handler(cache: RunCache, title: str, guard: Guard) -> type[BaseHTTPRequ
 
         def _allowed(self, page: bool) -> bool:
             """The Host and origin checks; answers 403 itself when they fail. ``page``: a
-            request for the page, which a link from another site may open."""
+            request for the page, which a link from another site may open. A header the
+            checks read that comes twice is refused: the copies could say different things."""
+            if any(len(self.headers.get_all(name) or ()) > 1 for name in _CHECKED_HEADERS):
+                self._error(HTTPStatus.BAD_REQUEST, "a header the server checks came more than once")
+                return False
             if not guard.host_ok(self.headers.get("Host")):
                 self._error(HTTPStatus.FORBIDDEN, "this server answers only to the address it listens on")
                 return False

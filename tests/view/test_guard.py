@@ -100,6 +100,23 @@ def test_another_host_is_refused(served: Served, host: str) -> None:
         assert status == 403 and "only to the address it listens on" in body["error"], (method, path)
 
 
+def test_a_checked_header_sent_twice_is_refused(served: Served) -> None:
+    """http.client cannot send a header twice; a raw request can (the first copy might pass
+    one check and the second another)."""
+    import socket
+
+    own = f"127.0.0.1:{served.port}"
+    for twice in (f"Host: {own}\r\nHost: evil.example", f"Host: {own}\r\nOrigin: http://{own}\r\nOrigin: null",
+                  f"Host: {own}\r\nSec-Fetch-Site: same-origin\r\nSec-Fetch-Site: cross-site"):
+        with socket.create_connection(("127.0.0.1", served.port), timeout=30) as sock:
+            sock.sendall(f"GET /api/run HTTP/1.1\r\n{twice}\r\nConnection: close\r\n\r\n".encode())
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.0 400") and b"more than once" in answer, twice
+    assert served.request("GET", "/api/run")[0] == 200
+
+
 def test_another_site_is_refused(served: Served, rollouts: list[str]) -> None:
     token = served.request("GET", "/api/session")[1]["token"]
     for headers in ({"Origin": "http://evil.example"}, {"Origin": f"http://127.0.0.1:{served.port + 1}"},
