@@ -18,7 +18,8 @@ The page. One section per benchmark script (every ``benchmarks/*.py`` but the pr
 ``_*.py`` modules and this one), in name order, headed by the script's name so that its
 anchor is ``results.md#<script>``; each says what the script measures against what (the
 first paragraph of its docstring), then one table per record with the command, date,
-machine, load, versions and commit, or, without a record, the command that makes one.
+machine, load and versions (the record's commit stays in its file), or, without a record,
+the command that makes one.
 The output depends only on the records and the scripts' docstrings, so rendering the
 committed records reproduces the committed page byte for byte (tests/benchmarks/test_report.py).
 """
@@ -42,7 +43,7 @@ INTRO = """# Results
 
 Every figure the guide cites comes from this page, and every figure on this page comes from a
 record that a benchmark script wrote when it ran: the script, its exact command, the date, the
-machine (with its load average, since a shared machine slows every run) and the commit. The
+machine (with its load average, since a shared machine slows every run) and the versions. The
 page is rendered from those records by `python benchmarks/report.py`; to refresh a figure, run
 the command shown under it and render the page again. Ratios against a baseline measured in the
 same run, on the same machine, are the figures to read: absolute seconds depend on the machine.
@@ -93,7 +94,7 @@ def record_block(r: dict[str, Any]) -> str:
     rows = "\n".join(f"| {name} | {value(v)} |" for name, v in r["figures"].items())
     return (f"`{r['command']}`\n\n| figure | value |\n| --- | --- |\n{rows}\n\n"
             f"Run {r['date']} on {m['cpu']} ({m['cores']} cores, {gpu}), {load_s}; "
-            f"Python {r['python']}, JAX {r['jax']}, commit `{r['commit']}`.\n")  # fmt: skip
+            f"Python {r['python']}, JAX {r['jax']}.\n")  # fmt: skip
 
 
 def render(info: dict[str, tuple[str, str]], records: list[dict[str, Any]]) -> str:

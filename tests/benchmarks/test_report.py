@@ -85,7 +85,7 @@ What alpha measures, against its baseline.
 | note | a \\| b |
 
 Run 2026-01-01T00:00:00+00:00 on Test CPU (2 cores, no GPU), load average 1.5 at start, 2.0 at end; \
-Python 3.11.7, JAX 0.4.30, commit `abc1234+dirty`.
+Python 3.11.7, JAX 0.4.30.
 
 `python benchmarks/alpha.py`
 
@@ -96,7 +96,7 @@ Python 3.11.7, JAX 0.4.30, commit `abc1234+dirty`.
 | ok | yes |
 
 Run 2026-01-02T03:04:05+00:00 on Test CPU (2 cores, 1 x H100), load average 1.5 at start, 2.0 at end; \
-Python 3.11.7, JAX 0.4.30, commit `abc1234`.
+Python 3.11.7, JAX 0.4.30.
 
 ## beta
 
