@@ -111,6 +111,15 @@ def _price(llm: Any, model: str) -> Price:
     return Price.parse(llm.prices[model], what=f"llm.prices[{model!r}]")
 
 
+# The variable a provider's client reads its key from when an ensemble entry names none.
+PROVIDER_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+
+
+def member_provider(entry: dict[str, Any]) -> str:
+    """The provider an ``llm.models`` entry calls: its mutator, "openai" when unsaid."""
+    return str(entry.get("mutator", "openai"))
+
+
 def _member_client(entry: dict[str, Any], llm: Any) -> PricedClient:
     """One model's client: entry's mutator, model, base_url and key_env, else the run's."""
     from limen_jax.llm.retry import RetryPolicy
@@ -121,7 +130,7 @@ def _member_client(entry: dict[str, Any], llm: Any) -> PricedClient:
     key = os.environ.get(entry["key_env"]) if entry.get("key_env") else None
     if entry.get("key_env") and not key:
         raise MissingAPIKey(f"{entry['key_env']} is not set: export it to use {model} (llm.models)")
-    if entry.get("mutator", "openai") == "anthropic":
+    if member_provider(entry) == "anthropic":
         from limen_jax.llm.anthropic_client import AnthropicClient
 
         return AnthropicClient(model, prices=_price(llm, model), api_key=key, base_url=entry.get("base_url"),
@@ -131,4 +140,4 @@ def _member_client(entry: dict[str, Any], llm: Any) -> PricedClient:
     except ImportError as exc:
         raise ValueError(f"mutator openai needs the openai package: pip install 'limen_jax[openai]' ({exc})") from None
     return OpenAIClient(model, price=_price(llm, model), api_key=key, base_url=entry.get("base_url") or llm.base_url,
-                        api_key_env=entry.get("key_env") or "OPENAI_API_KEY", **common)
+                        api_key_env=entry.get("key_env") or PROVIDER_KEY_ENV["openai"], **common)

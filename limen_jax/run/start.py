@@ -147,10 +147,6 @@ def _check_limits(saved: dict[str, Any], overrides: dict[str, Any], path: Path) 
                               f"run directory says; resume with --config FILE holding checker.{key} if you trust it")
 
 
-# The variable each provider's client reads its key from when an entry names none.
-_DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
-
-
 def _check_endpoints(saved: dict[str, Any], overrides: dict[str, Any], path: Path) -> None:
     """RunDirError unless every LLM endpoint config.json names (``llm.base_url``,
     ``llm.models[i].base_url``, this machine's included: on a shared machine another user
@@ -158,6 +154,7 @@ def _check_endpoints(saved: dict[str, Any], overrides: dict[str, Any], path: Pat
     (``llm.models[i].key_env``) is named again by the resume itself: a run directory may
     come from someone else, and the client sends the API key, or the value of the variable
     ``key_env`` names, to that endpoint."""
+    from limen_jax.llm.factory import PROVIDER_KEY_ENV
     from limen_jax.run.reader import RunDirError
 
     llm = saved.get("llm")
@@ -180,7 +177,7 @@ def _check_endpoints(saved: dict[str, Any], overrides: dict[str, Any], path: Pat
             raise RunDirError(f"{path}: llm.models[{i}].base_url {ascii(m['base_url'])[:100]} is an endpoint the "
                               f"run directory names: your API key would go there; {again}")
         key_env = m.get("key_env")
-        if key_env is not None and key_env != _DEFAULT_KEY_ENV.get(str(m.get("mutator"))):
+        if key_env is not None and key_env != PROVIDER_KEY_ENV.get(str(m.get("mutator"))):
             raise RunDirError(f"{path}: llm.models[{i}].key_env {ascii(key_env)[:60]} names the variable whose value "
                               f"would be sent as the API key; {again}")
 
